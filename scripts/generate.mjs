@@ -1,0 +1,14 @@
+// Rebuilds everything generated from spec/: the OpenAPI documents, the rendered reference and
+// the @tally/client sources. Generated files are committed; `npm run check` verifies they are current.
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const run = (cmd, args, cwd = root) => execFileSync(cmd, args, { cwd, stdio: 'inherit' });
+
+run(process.execPath, ['scripts/compile-spec.mjs']);
+run(
+  process.execPath,
+  [`${root}node_modules/@hey-api/openapi-ts/bin/run.js`, '--file', 'openapi-ts.config.ts'],
+  `${root}clients/node`,
+);
