@@ -1,0 +1,83 @@
+// Builds the Express application: request ids and logs, body parsing, contract validation
+// (requests always, responses strictly in tests), the operation handlers, and one error renderer.
+import { randomUUID } from 'node:crypto';
+import express, { type Express } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { loadContract } from './contract.js';
+import { envelope, errorHandler, NotFoundError } from './errors.js';
+import { resolveApp } from './http/access.js';
+import { securityHandlers } from './http/auth.js';
+import { dispatch } from './http/dispatch.js';
+import { handlers } from './http/handlers.js';
+import { opsRouter } from './http/ops.js';
+import type { ServiceContext } from './services/context.js';
+import type { Ingestor } from './services/ingest.js';
+import type { Database } from './storage/db.js';
+
+export interface AppDeps {
+  config: Config;
+  database: Database;
+  logger: Logger;
+  clock?: () => Date;
+  ingestor: Ingestor;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+export function createApp(deps: AppDeps): Express {
+  const { config, database, logger } = deps;
+  const ctx: ServiceContext = {
+    db: database.knex,
+    config,
+    logger,
+    clock: deps.clock ?? (() => new Date()),
+    ingestor: deps.ingestor,
+  };
+  const { yaml, doc } = loadContract();
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  app.set('query parser', 'extended');
+
+  app.use((req, res, next) => {
+    const incoming = req.header('x-request-id');
+    const id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', id);
+    const log = logger.child({ request_id: id });
+    (req as { log?: Logger }).log = log;
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+    });
+    next();
+  });
+
+  app.use(opsRouter(database, yaml, doc));
+  app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: doc as never,
+      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true, allErrors: true },
+      validateResponses: config.strictResponses
+        ? true
+        : {
+            onError: (err: Error, _body: unknown, req: express.Request) =>
+              logger.warn({ err: err.message, path: req.path }, 'response does not match the contract'),
+          },
+      validateSecurity: { handlers: securityHandlers(database.knex, config.adminToken) },
+      ignoreUndocumented: false,
+    }),
+  );
+  app.use(resolveApp(database.knex));
+  app.use(dispatch(handlers(ctx)));
+  app.use((req) => {
+    throw new NotFoundError(`No endpoint ${req.method} ${req.path}.`);
+  });
+  app.use(errorHandler(logger));
+  return app;
+}
+
+export { envelope };

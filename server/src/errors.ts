@@ -1,0 +1,155 @@
+// The one error family of the service and the one middleware that renders it as the envelope
+// {success:false, error, code, message, details?}. Services throw these; nothing else writes errors.
+import { STATUS_CODES } from 'node:http';
+import type { ErrorRequestHandler, Request } from 'express';
+import type { Logger } from 'pino';
+
+export type Details = Record<string, unknown>;
+
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: Details,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+export class ValidationError extends AppError {
+  constructor(message: string, errors?: FieldError[], code = 'INVALID_REQUEST') {
+    super(400, code, message, errors ? { errors } : undefined);
+  }
+}
+export class AuthError extends AppError {
+  constructor(code: 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY', message: string) {
+    super(401, code, message);
+  }
+}
+export class ForbiddenError extends AppError {
+  constructor(code: string, message: string, details?: Details) {
+    super(403, code, message, details);
+  }
+}
+export class NotFoundError extends AppError {
+  constructor(message: string) {
+    super(404, 'NOT_FOUND', message);
+  }
+}
+export class ConflictError extends AppError {
+  constructor(message: string, details?: Details) {
+    super(409, 'CONFLICT', message, details);
+  }
+}
+export class NotImplementedError extends AppError {
+  constructor(what: string) {
+    super(501, 'NOT_IMPLEMENTED', `${what} is not available in this version of Tally yet.`);
+  }
+}
+
+export function envelope(status: number, code: string, message: string, details?: Details) {
+  return {
+    success: false as const,
+    error: STATUS_CODES[status] ?? 'Error',
+    code,
+    message,
+    ...(details === undefined ? {} : { details }),
+  };
+}
+
+/** Where the auth middleware leaves the precise reason a credential was refused. */
+const authFailures = new WeakMap<Request, AppError>();
+export function rememberAuthFailure(req: Request, error: AppError): void {
+  authFailures.set(req, error);
+}
+
+interface ValidatorItem {
+  path?: string;
+  message?: string;
+  errorCode?: string;
+}
+
+function describeValidatorItem(item: ValidatorItem): FieldError {
+  const path = (item.path ?? '').replace(/^\.?(body|query|params|headers|path)/, '/$1').replace(/\./g, '/');
+  let message = item.message ?? 'is invalid';
+  if (item.errorCode === 'not.openapi.validation' || message === 'must NOT be valid') {
+    message = 'is not a field of this request';
+  } else if (item.errorCode === 'additionalProperties.openapi.validation') {
+    message = 'has a field that is not part of this request';
+  }
+  return { path, message };
+}
+
+/** Turns anything thrown into (status, code, message, details) without leaking internals. */
+export function toAppError(err: unknown, req: Request): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as {
+    status?: number;
+    statusCode?: number;
+    type?: string;
+    errors?: ValidatorItem[];
+    message?: string;
+  };
+  if (e?.type === 'entity.parse.failed') {
+    return new ValidationError('The request body is not valid JSON.');
+  }
+  if (e?.type === 'entity.too.large') {
+    return new AppError(413, 'PAYLOAD_TOO_LARGE', 'The request body is larger than the 1 MB this endpoint accepts.');
+  }
+  if (e?.type === 'charset.unsupported' || e?.type === 'encoding.unsupported') {
+    return new ValidationError('Send the body as UTF-8 JSON.');
+  }
+  const status = e?.status ?? e?.statusCode;
+  if (Array.isArray(e?.errors) && typeof status === 'number') {
+    // express-openapi-validator
+    if (status === 400) {
+      const errors = e.errors.map(describeValidatorItem);
+      const first = errors[0];
+      const summary = first
+        ? `${first.path || 'request'} ${first.message}`
+        : 'the request does not match the API contract';
+      return new ValidationError(`Invalid request: ${summary}.`, errors);
+    }
+    if (status === 401 || status === 403) {
+      const remembered = authFailures.get(req);
+      if (remembered) return remembered;
+      return new AuthError('MISSING_AUTH', 'This endpoint needs credentials; none were sent.');
+    }
+    if (status === 404) return new NotFoundError(`No endpoint ${req.method} ${req.path}.`);
+    if (status === 405) return new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}.`);
+    if (status === 500 && e.errors.some((i) => i.path?.startsWith('/response') || i.path?.startsWith('.response'))) {
+      // Only raised when responses are validated strictly (tests): the server broke its own contract.
+      return new AppError(500, 'RESPONSE_CONTRACT_VIOLATION', 'The response does not match the API contract.', {
+        errors: e.errors.map(describeValidatorItem),
+      });
+    }
+    if (status === 415) {
+      return new ValidationError('Send the body as JSON with Content-Type: application/json.', [
+        { path: '/headers/content-type', message: 'must be application/json' },
+      ]);
+    }
+  }
+  return new AppError(
+    500,
+    'INTERNAL_ERROR',
+    'Something went wrong on our side. The request id in X-Request-Id helps us find it.',
+  );
+}
+
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const appError = toAppError(err, req);
+    const log = (req as { log?: Logger }).log ?? logger;
+    if (appError.status >= 500) log.error({ err }, 'request failed');
+    else log.debug({ code: appError.code, status: appError.status }, appError.message);
+    if (res.headersSent) return;
+    res.status(appError.status).json(envelope(appError.status, appError.code, appError.message, appError.details));
+  };
+}

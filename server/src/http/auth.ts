@@ -1,0 +1,81 @@
+// Security handlers for the contract's three schemes. Each leaves the authenticated principal on
+// the request, or remembers the precise reason it refused so the error envelope can name it.
+import type { Request } from 'express';
+import type { Knex } from 'knex';
+import { AppError, ForbiddenError, rememberAuthFailure } from '../errors.js';
+import {
+  authenticateAdmin,
+  authenticateMcp,
+  authenticateRest,
+  type McpPrincipal,
+  type Permission,
+  type RestPrincipal,
+} from '../services/keys.js';
+
+const principals = new WeakMap<Request, RestPrincipal | McpPrincipal>();
+
+export function restPrincipal(req: Request): RestPrincipal {
+  const p = principals.get(req);
+  if (p?.kind !== 'rest') throw new Error('REST principal missing: route is not behind ApiKeyAuth');
+  return p;
+}
+
+export function mcpPrincipal(req: Request): McpPrincipal {
+  const p = principals.get(req);
+  if (p?.kind !== 'mcp') throw new Error('MCP principal missing: route is not behind McpApiKeyAuth');
+  return p;
+}
+
+export function restPrincipalOrNull(req: Request): RestPrincipal | null {
+  const p = principals.get(req);
+  return p?.kind === 'rest' ? p : null;
+}
+
+export function mcpPrincipalOrNull(req: Request): McpPrincipal | null {
+  const p = principals.get(req);
+  return p?.kind === 'mcp' ? p : null;
+}
+
+function bearer(req: Request): string | undefined {
+  const header = req.headers.authorization;
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  return match?.[1];
+}
+
+export function requirePermission(principal: McpPrincipal, permission: Permission): void {
+  if (!principal.permissions.includes(permission)) {
+    throw new ForbiddenError('INSUFFICIENT_PERMISSIONS', `This MCP API key lacks the ${permission} permission.`, {
+      required_permission: permission,
+      current_permissions: principal.permissions,
+    });
+  }
+}
+
+async function guarded(req: Request, check: () => Promise<void>): Promise<boolean> {
+  try {
+    await check();
+    return true;
+  } catch (err) {
+    if (err instanceof AppError) {
+      rememberAuthFailure(req, err);
+      throw { status: err.status };
+    }
+    throw err;
+  }
+}
+
+export function securityHandlers(db: Knex, adminToken: string | undefined) {
+  return {
+    ApiKeyAuth: (req: Request) =>
+      guarded(req, async () => {
+        principals.set(req, await authenticateRest(db, bearer(req)));
+      }),
+    McpApiKeyAuth: (req: Request) =>
+      guarded(req, async () => {
+        const principal = await authenticateMcp(db, req.header('x-mcp-api-key'));
+        requirePermission(principal, 'read');
+        principals.set(req, principal);
+      }),
+    AdminTokenAuth: (req: Request) => guarded(req, () => authenticateAdmin(db, adminToken, bearer(req))),
+  };
+}

@@ -1,0 +1,51 @@
+// Operational endpoints outside the versioned API: liveness, readiness, the contract itself and
+// its rendered reference. Mounted before body parsing and contract validation.
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Router } from 'express';
+import type { OpenApiDocument } from '../contract.js';
+import { envelope } from '../errors.js';
+import type { Database } from '../storage/db.js';
+import { migrationsAreCurrent } from '../storage/migrations/index.js';
+
+const DOCS_HTML = fileURLToPath(new URL('../../../generated/docs/index.html', import.meta.url));
+
+export function opsRouter(database: Database, yaml: string, doc: OpenApiDocument): Router {
+  const router = Router();
+  router.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  router.get('/readyz', async (_req, res) => {
+    try {
+      await database.knex.raw('select 1');
+      const current = await migrationsAreCurrent(database.knex);
+      res.status(current ? 200 : 503).json({ status: current ? 'ready' : 'migrating', database: database.kind });
+    } catch {
+      res.status(503).json({ status: 'unavailable', database: database.kind });
+    }
+  });
+  router.get('/openapi.json', (_req, res) => {
+    res.json(doc);
+  });
+  router.get('/openapi.yaml', (_req, res) => {
+    res.type('application/yaml').send(yaml);
+  });
+  router.get('/docs', (_req, res) => {
+    if (fs.existsSync(DOCS_HTML)) res.sendFile(DOCS_HTML);
+    else
+      res
+        .status(404)
+        .json(envelope(404, 'NOT_FOUND', 'The API reference has not been generated: run npm run generate.'));
+  });
+  // MCP v2 JSON-RPC (Streamable HTTP) lives outside the OpenAPI contract.
+  router.all('/mcp', (req, res, next) => {
+    const stream = (req.header('accept') ?? '').includes('text/event-stream') && req.header('mcp-session-id');
+    if ((req.method === 'GET' && !stream) || !['GET', 'POST', 'DELETE'].includes(req.method)) return next();
+    res.status(501).json({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32601, message: 'The MCP JSON-RPC endpoint is not available in this version of Tally yet.' },
+    });
+  });
+  return router;
+}

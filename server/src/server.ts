@@ -1,0 +1,63 @@
+// Starts Tally: opens storage (migrating it), bootstraps an empty database, listens. Used by
+// main.ts and by the test harness, so both run exactly the same start-up.
+
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { createApp } from './app.js';
+import type { Config } from './config.js';
+import { bootstrapIfEmpty, type Credentials, writeCredentials } from './services/bootstrap.js';
+import { Ingestor } from './services/ingest.js';
+import { type Database, openDatabase } from './storage/db.js';
+
+export interface RunningServer {
+  url: string;
+  database: Database;
+  server: Server;
+  /** Set on the first start of an empty database. */
+  credentials: Credentials | null;
+  close(): Promise<void>;
+}
+
+export async function startServer(
+  config: Config,
+  logger: Logger,
+  options: { database?: Database; clock?: () => Date; writeCredentialsFile?: boolean } = {},
+): Promise<RunningServer> {
+  const database =
+    options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  let credentials: Credentials | null = null;
+  try {
+    credentials = await bootstrapIfEmpty(database.knex, config.adminToken);
+    if (credentials && options.writeCredentialsFile !== false) {
+      const file = writeCredentials(config.dataDir, credentials);
+      logger.info({ file }, 'first start: created the default organization, app and keys');
+    }
+  } catch (err) {
+    if (!options.database) await database.close();
+    throw err;
+  }
+  const ingestor = new Ingestor(database.knex, logger);
+  const app = createApp({ config, database, logger, clock: options.clock, ingestor });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.port, config.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return {
+    url: `http://${host}:${port}`,
+    database,
+    server,
+    credentials,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await ingestor.idle();
+      if (!options.database) await database.close();
+    },
+  };
+}

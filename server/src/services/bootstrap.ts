@@ -1,0 +1,46 @@
+// First start on an empty database: a default organization and app, a REST key, an MCP key and an
+// admin token, written once to <DATA_DIR>/credentials.json (mode 0600) and printed.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Knex } from 'knex';
+import { uuidv7 } from '../ids.js';
+import { insertApp, insertOrganization } from '../storage/tenancy.js';
+import { createKey, issueAdminToken } from './keys.js';
+
+export interface Credentials {
+  admin_token: string;
+  organization_id: string;
+  app_id: string;
+  api_key: string;
+  mcp_api_key: string;
+}
+
+/** Creates the defaults when no organization exists; returns the credentials, or null if there was nothing to do. */
+export async function bootstrapIfEmpty(db: Knex, adminToken: string | undefined): Promise<Credentials | null> {
+  return db.transaction(async (trx) => {
+    // One bootstrap even when two instances start together on one PostgreSQL.
+    await trx.raw('select pg_advisory_xact_lock(7461726)');
+    const existing = await trx('organizations').first('id');
+    if (existing) return null;
+    const org = await insertOrganization(trx, { id: uuidv7(), name: 'Default organization' });
+    const app = await insertApp(trx, { id: uuidv7(), organization_id: org.id, name: 'Default app' });
+    const rest = await createKey(trx, app, { kind: 'rest', name: 'default' });
+    const mcp = await createKey(trx, app, { kind: 'mcp', name: 'default', permissions: ['read', 'write'] });
+    const token = adminToken ?? (await issueAdminToken(trx));
+    return {
+      admin_token: token,
+      organization_id: org.id,
+      app_id: app.id,
+      api_key: rest.secret,
+      mcp_api_key: mcp.secret,
+    };
+  });
+}
+
+export function writeCredentials(dataDir: string, credentials: Credentials): string {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'credentials.json');
+  fs.writeFileSync(file, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+  fs.chmodSync(file, 0o600);
+  return file;
+}

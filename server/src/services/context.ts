@@ -1,0 +1,16 @@
+// What every service receives: the database, the configuration, a logger, a clock and the
+// event writer.
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Ingestor } from './ingest.js';
+
+export interface ServiceContext {
+  readonly db: Knex;
+  readonly config: Config;
+  readonly logger: Logger;
+  /** The current time; tests pass a fixed clock. */
+  readonly clock: () => Date;
+  /** Writes events with group commit. */
+  readonly ingestor: Ingestor;
+}

@@ -1,0 +1,131 @@
+// API keys: creation (only a hash is stored), authentication of each surface's credential, and
+// the admin token. A key of one surface never authenticates another.
+import type { Knex } from 'knex';
+import { AuthError, NotFoundError } from '../errors.js';
+import { hashSecret, isUuid, newSecret, uuidv7 } from '../ids.js';
+import {
+  type ApiKeyRow,
+  type AppRow,
+  findApiKey,
+  findApiKeyByHash,
+  getSetting,
+  insertApiKey,
+  listApiKeys,
+  putSetting,
+  revokeApiKey,
+} from '../storage/tenancy.js';
+
+export type Permission = 'read' | 'write';
+
+export interface RestPrincipal {
+  readonly kind: 'rest';
+  readonly keyId: string;
+  readonly appId: string;
+  readonly organizationId: string;
+  readonly orgWide: boolean;
+}
+
+export interface McpPrincipal {
+  readonly kind: 'mcp';
+  readonly keyId: string;
+  readonly organizationId: string;
+  readonly permissions: readonly Permission[];
+}
+
+export interface CreatedKey {
+  row: ApiKeyRow;
+  /** The whole key. Shown once; only its hash is kept. */
+  secret: string;
+}
+
+export async function createKey(
+  db: Knex,
+  app: Pick<AppRow, 'id' | 'organization_id'>,
+  options: { kind: 'rest' | 'mcp'; permissions?: Permission[]; orgWide?: boolean; name?: string },
+): Promise<CreatedKey> {
+  const secret = newSecret(options.kind);
+  const permissions = options.kind === 'mcp' ? [...new Set(options.permissions ?? ['read', 'write'])] : [];
+  const row = await insertApiKey(db, {
+    id: uuidv7(),
+    organization_id: app.organization_id,
+    app_id: app.id,
+    kind: options.kind,
+    name: options.name ?? '',
+    key_prefix: secret.slice(0, secret.indexOf('_', 3) + 5),
+    key_hash: hashSecret(secret),
+    permissions,
+    org_wide: options.kind === 'rest' ? (options.orgWide ?? false) : true,
+  });
+  return { row, secret };
+}
+
+export const listKeys = listApiKeys;
+
+export async function revokeKey(db: Knex, keyId: string): Promise<ApiKeyRow> {
+  const row = isUuid(keyId) ? await revokeApiKey(db, keyId) : undefined;
+  if (!row) throw new NotFoundError(`No API key with id ${keyId}.`);
+  keyCache.delete(row.key_hash);
+  return row;
+}
+
+export async function getKey(db: Knex, keyId: string): Promise<ApiKeyRow | undefined> {
+  return isUuid(keyId) ? findApiKey(db, keyId) : undefined;
+}
+
+// Keys are looked up on every request; a short-lived cache keeps that off the hot path. Revocation
+// in this process clears the entry at once; other instances see it within the TTL.
+const KEY_CACHE_TTL_MS = 5_000;
+const keyCache = new Map<string, { row: ApiKeyRow | null; expires: number }>();
+
+async function lookupKey(db: Knex, keyHash: string): Promise<ApiKeyRow | null> {
+  const now = Date.now();
+  const hit = keyCache.get(keyHash);
+  if (hit && hit.expires > now) return hit.row;
+  const row = (await findApiKeyByHash(db, keyHash)) ?? null;
+  if (keyCache.size > 10_000) keyCache.clear();
+  keyCache.set(keyHash, { row, expires: now + KEY_CACHE_TTL_MS });
+  return row;
+}
+
+async function authenticate(db: Knex, secret: string | undefined, kind: 'rest' | 'mcp'): Promise<ApiKeyRow> {
+  const label = kind === 'rest' ? 'API key' : 'MCP API key';
+  if (!secret) throw new AuthError('MISSING_AUTH', `This endpoint needs an ${label}; none was sent.`);
+  const row = await lookupKey(db, hashSecret(secret));
+  if (!row || row.kind !== kind) {
+    throw new AuthError('INVALID_API_KEY', `The ${label} is not valid.`);
+  }
+  if (row.revoked_at) throw new AuthError('REVOKED_API_KEY', `This ${label} has been revoked.`);
+  return row;
+}
+
+export async function authenticateRest(db: Knex, secret: string | undefined): Promise<RestPrincipal> {
+  const row = await authenticate(db, secret, 'rest');
+  return { kind: 'rest', keyId: row.id, appId: row.app_id, organizationId: row.organization_id, orgWide: row.org_wide };
+}
+
+export async function authenticateMcp(db: Knex, secret: string | undefined): Promise<McpPrincipal> {
+  const row = await authenticate(db, secret, 'mcp');
+  return {
+    kind: 'mcp',
+    keyId: row.id,
+    organizationId: row.organization_id,
+    permissions: row.permissions as Permission[],
+  };
+}
+
+const ADMIN_TOKEN_SETTING = 'admin_token_hash';
+
+/** Stores a new admin token's hash and returns the token (first start without ADMIN_TOKEN). */
+export async function issueAdminToken(db: Knex): Promise<string> {
+  const token = newSecret('admin');
+  await putSetting(db, ADMIN_TOKEN_SETTING, hashSecret(token));
+  return token;
+}
+
+export async function authenticateAdmin(db: Knex, configured: string | undefined, token: string | undefined) {
+  if (!token) throw new AuthError('MISSING_AUTH', 'The admin API needs the admin token; none was sent.');
+  const expected = configured ? hashSecret(configured) : await getSetting<string>(db, ADMIN_TOKEN_SETTING);
+  if (!expected || hashSecret(token) !== expected) {
+    throw new AuthError('INVALID_API_KEY', 'The admin token is not valid.');
+  }
+}

@@ -1,0 +1,124 @@
+// Queries for organizations, apps, API keys and server settings.
+import type { Knex } from 'knex';
+
+export interface OrganizationRow {
+  id: string;
+  name: string;
+  description: string | null;
+  timezone: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type BotDetectionMode = 'off' | 'basic' | 'advanced';
+export type IpMode = 'full' | 'truncate' | 'none';
+
+export interface AppRow {
+  id: string;
+  organization_id: string;
+  name: string;
+  description: string;
+  website_url: string | null;
+  authorized_domains: string[];
+  bot_detection: BotDetectionMode;
+  advanced_attested: boolean;
+  consent_message: string | null;
+  conversion_events: string[];
+  retention_days: number | null;
+  ip_mode: IpMode;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  organization_id: string;
+  app_id: string;
+  kind: 'rest' | 'mcp';
+  name: string;
+  key_prefix: string;
+  key_hash: string;
+  permissions: string[];
+  org_wide: boolean;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+export const insertOrganization = (db: Knex, row: Partial<OrganizationRow> & Pick<OrganizationRow, 'id' | 'name'>) =>
+  db('organizations')
+    .insert(row)
+    .returning<OrganizationRow[]>('*')
+    .then((r) => r[0]!);
+
+export const findOrganization = (db: Knex, id: string) => db<OrganizationRow>('organizations').where({ id }).first();
+
+export const listOrganizations = (db: Knex) => db<OrganizationRow>('organizations').orderBy('created_at');
+
+export const updateOrganization = (db: Knex, id: string, patch: Partial<OrganizationRow>) =>
+  db('organizations')
+    .where({ id })
+    .update({ ...patch, updated_at: db.fn.now() })
+    .returning<OrganizationRow[]>('*')
+    .then((r) => r[0]);
+
+/** jsonb columns are written as JSON text; pg would send a JS array as a PostgreSQL array. */
+function jsonColumns<T extends Partial<AppRow>>(row: T) {
+  const out: Record<string, unknown> = { ...row };
+  for (const k of ['authorized_domains', 'conversion_events'] as const) {
+    if (row[k] !== undefined) out[k] = JSON.stringify(row[k]);
+  }
+  return out;
+}
+
+export const insertApp = (db: Knex, row: Partial<AppRow> & Pick<AppRow, 'id' | 'organization_id' | 'name'>) =>
+  db('apps')
+    .insert(jsonColumns(row))
+    .returning<AppRow[]>('*')
+    .then((r) => r[0]!);
+
+export const findApp = (db: Knex, id: string) => db<AppRow>('apps').where({ id }).first();
+
+export const listApps = (db: Knex, organizationId?: string) => {
+  const q = db<AppRow>('apps').orderBy('created_at');
+  return organizationId ? q.where({ organization_id: organizationId }) : q;
+};
+
+export const updateApp = (db: Knex, id: string, patch: Partial<AppRow>) =>
+  db('apps')
+    .where({ id })
+    .update({ ...jsonColumns(patch), updated_at: db.fn.now() })
+    .returning<AppRow[]>('*')
+    .then((r) => r[0]);
+
+export const insertApiKey = (db: Knex, row: Omit<ApiKeyRow, 'created_at' | 'revoked_at'>) =>
+  db('api_keys')
+    .insert({ ...row, permissions: JSON.stringify(row.permissions) })
+    .returning<ApiKeyRow[]>('*')
+    .then((r) => r[0]!);
+
+export const findApiKeyByHash = (db: Knex, keyHash: string) =>
+  db<ApiKeyRow>('api_keys').where({ key_hash: keyHash }).first();
+
+export const findApiKey = (db: Knex, id: string) => db<ApiKeyRow>('api_keys').where({ id }).first();
+
+export const listApiKeys = (db: Knex, appId: string) =>
+  db<ApiKeyRow>('api_keys').where({ app_id: appId }).orderBy('created_at');
+
+export const revokeApiKey = (db: Knex, id: string) =>
+  db('api_keys')
+    .where({ id })
+    .update({ revoked_at: db.raw('coalesce(revoked_at, now())') })
+    .returning<ApiKeyRow[]>('*')
+    .then((r) => r[0]);
+
+export async function getSetting<T>(db: Knex, key: string): Promise<T | undefined> {
+  const row = await db('server_settings').where({ key }).first();
+  return row?.value as T | undefined;
+}
+
+export async function putSetting(db: Knex, key: string, value: unknown): Promise<void> {
+  await db('server_settings')
+    .insert({ key, value: JSON.stringify(value) })
+    .onConflict('key')
+    .merge();
+}

@@ -1,0 +1,100 @@
+// Starts Tally on a free port against this run's database, and creates tenants (organization,
+// app, REST and MCP keys) directly in storage. Every response is validated strictly against the
+// contract because NODE_ENV=test.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createTallyClient, type TallyClient } from '@tally/client';
+import { inject } from 'vitest';
+import { type Config, loadConfig } from '../../server/src/config.js';
+import { uuidv7 } from '../../server/src/ids.js';
+import { createLogger } from '../../server/src/logger.js';
+import { startServer } from '../../server/src/server.js';
+import { createKey, type Permission } from '../../server/src/services/keys.js';
+import { type Database, openDatabase } from '../../server/src/storage/db.js';
+import { type AppRow, insertApp, insertOrganization, type OrganizationRow } from '../../server/src/storage/tenancy.js';
+
+export const TEST_ADMIN_TOKEN = 'tk_admin_test-token-for-the-suite';
+
+export async function openTestDatabase(): Promise<Database> {
+  const target = inject('database');
+  if (target.kind === 'postgres') return openDatabase({ databaseUrl: target.url, migrate: false });
+  const blob = new Blob([fs.readFileSync(target.templatePath)]);
+  return openDatabase({ loadDataDir: blob, migrate: false });
+}
+
+export interface Tenant {
+  organization: OrganizationRow;
+  app: AppRow;
+  apiKey: string;
+  apiKeyId: string;
+  mcpKey: string;
+  /** A client authenticated with this tenant's REST key. */
+  client: TallyClient;
+}
+
+export interface TestServer {
+  url: string;
+  db: Database;
+  config: Config;
+  createTenant(options?: {
+    orgWide?: boolean;
+    mcpPermissions?: Permission[];
+    organizationId?: string;
+  }): Promise<Tenant>;
+  clientFor(apiKey?: string): TallyClient;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const db = await openTestDatabase();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-test-'));
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    RATE_LIMITS: 'off',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    PORT: '0',
+    DATA_DIR: dataDir,
+    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    ...env,
+  });
+  const running = await startServer(config, createLogger(config.logLevel), {
+    database: db,
+    writeCredentialsFile: false,
+  });
+  const clientFor = (apiKey?: string) => createTallyClient({ baseUrl: running.url, apiKey });
+  return {
+    url: running.url,
+    db,
+    config,
+    clientFor,
+    async createTenant(options = {}) {
+      const organization =
+        options.organizationId !== undefined
+          ? (await db.knex<OrganizationRow>('organizations').where({ id: options.organizationId }).first())!
+          : await insertOrganization(db.knex, {
+              id: uuidv7(),
+              name: `Test org ${Math.random().toString(36).slice(2, 8)}`,
+            });
+      const app = await insertApp(db.knex, { id: uuidv7(), organization_id: organization.id, name: 'Test app' });
+      const rest = await createKey(db.knex, app, { kind: 'rest', orgWide: options.orgWide });
+      const mcp = await createKey(db.knex, app, {
+        kind: 'mcp',
+        permissions: options.mcpPermissions ?? ['read', 'write'],
+      });
+      return {
+        organization,
+        app,
+        apiKey: rest.secret,
+        apiKeyId: rest.row.id,
+        mcpKey: mcp.secret,
+        client: clientFor(rest.secret),
+      };
+    },
+    async close() {
+      await running.close();
+      await db.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
