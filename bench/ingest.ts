@@ -1,0 +1,103 @@
+// Ingestion benchmark: POST /v1/events at concurrency 32 and /v1/events/batch with 100 events a
+// request, against a bare node:http JSON endpoint measured in the same run as the baseline.
+// The server runs in its own process with RATE_LIMITS=off; results are ratios to the baseline.
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { runLoad } from './load.js';
+
+const root = path.resolve(import.meta.dirname, '..');
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONCURRENCY = 32;
+
+async function bareServer(): Promise<{ url: string; close(): void }> {
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => {
+      body += c;
+    });
+    req.on('end', () => {
+      const parsed = JSON.parse(body) as { event_name?: string };
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ success: true, event_name: parsed.event_name ?? null }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
+}
+
+async function tally(
+  databaseUrl?: string,
+): Promise<{ url: string; apiKey: string; child: ChildProcess; dataDir: string }> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-'));
+  const port = 30000 + Math.floor(Math.random() * 20000);
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      RATE_LIMITS: 'off',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: databaseUrl ?? '',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) break;
+    } catch {
+      // starting
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const creds = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8'));
+  return { url, apiKey: creds.api_key, child, dataDir };
+}
+
+function event(i: number) {
+  return { event_name: i % 3 ? 'view' : 'purchase', user_id: `bench-${i % 1000}`, properties: { i, price: 9.99 } };
+}
+
+export async function benchIngest(label: string, databaseUrl?: string) {
+  const bare = await bareServer();
+  const single = JSON.stringify(event(1));
+  const baseline = await runLoad({ url: `${bare.url}/`, body: single, concurrency: CONCURRENCY, seconds: SECONDS });
+  bare.close();
+
+  const server = await tally(databaseUrl);
+  const auth = { authorization: `Bearer ${server.apiKey}` };
+  const events = await runLoad({
+    url: `${server.url}/v1/events`,
+    body: single,
+    headers: auth,
+    concurrency: CONCURRENCY,
+    seconds: SECONDS,
+  });
+  const batchBody = JSON.stringify({ events: Array.from({ length: 100 }, (_, i) => event(i)) });
+  const batch = await runLoad({
+    url: `${server.url}/v1/events/batch`,
+    body: batchBody,
+    headers: auth,
+    concurrency: 8,
+    seconds: SECONDS,
+  });
+  server.child.kill('SIGTERM');
+  await new Promise((r) => server.child.on('exit', r));
+  fs.rmSync(server.dataDir, { recursive: true, force: true });
+
+  return {
+    label,
+    baseline_req_per_s: Math.round(baseline.perSecond),
+    events_req_per_s: Math.round(events.perSecond),
+    events_ratio_to_baseline: +(events.perSecond / baseline.perSecond).toFixed(3),
+    events_errors: events.errors,
+    batch_events_per_s: Math.round(batch.perSecond * 100),
+    batch_ratio_to_baseline: +((batch.perSecond * 100) / baseline.perSecond).toFixed(3),
+    batch_errors: batch.errors,
+  };
+}

@@ -1,0 +1,184 @@
+// Operator actions behind the admin API and the `tally` CLI: organizations, apps, keys, versions.
+import { type FieldError, NotFoundError, ValidationError } from '../errors.js';
+import { isUuid, uuidv7 } from '../ids.js';
+import {
+  type AppRow,
+  findApp,
+  findOrganization,
+  insertApp,
+  insertOrganization,
+  listApps,
+  listOrganizations,
+  type OrganizationRow,
+  updateApp,
+  updateOrganization,
+} from '../storage/tenancy.js';
+import type { ServiceContext } from './context.js';
+import { createKey, getKey, listKeys, type Permission, revokeKey } from './keys.js';
+
+function checkTimezone(timezone: string | undefined, errors: FieldError[]): void {
+  if (timezone === undefined) return;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+  } catch {
+    errors.push({
+      path: '/body/timezone',
+      message: `"${timezone}" is not an IANA time zone name such as Europe/Paris`,
+    });
+  }
+}
+
+function refuse(errors: FieldError[]): void {
+  if (errors.length > 0)
+    throw new ValidationError(`Invalid settings: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
+}
+
+export async function getOrganization(ctx: ServiceContext, id: string): Promise<OrganizationRow> {
+  const org = isUuid(id) ? await findOrganization(ctx.db, id) : undefined;
+  if (!org) throw new NotFoundError(`No organization with id ${id}.`);
+  return org;
+}
+
+export async function createOrganization(
+  ctx: ServiceContext,
+  input: { name: string; description?: string; timezone?: string },
+) {
+  const errors: FieldError[] = [];
+  checkTimezone(input.timezone, errors);
+  refuse(errors);
+  return insertOrganization(ctx.db, { id: uuidv7(), ...input });
+}
+
+export const organizations = (ctx: ServiceContext) => listOrganizations(ctx.db);
+
+export async function changeOrganization(
+  ctx: ServiceContext,
+  id: string,
+  patch: { name?: string; description?: string | null; timezone?: string },
+) {
+  const errors: FieldError[] = [];
+  checkTimezone(patch.timezone, errors);
+  refuse(errors);
+  await getOrganization(ctx, id);
+  return (await updateOrganization(ctx.db, id, patch))!;
+}
+
+export async function getApp(ctx: ServiceContext, id: string): Promise<AppRow> {
+  const app = isUuid(id) ? await findApp(ctx.db, id) : undefined;
+  if (!app) throw new NotFoundError(`No app with id ${id}.`);
+  return app;
+}
+
+export type AppSettings = Partial<
+  Pick<
+    AppRow,
+    | 'name'
+    | 'website_url'
+    | 'authorized_domains'
+    | 'bot_detection'
+    | 'advanced_attested'
+    | 'consent_message'
+    | 'conversion_events'
+    | 'retention_days'
+    | 'ip_mode'
+  >
+>;
+
+function checkSettings(settings: AppSettings, current: AppRow | undefined, errors: FieldError[]): void {
+  const mode = settings.bot_detection ?? current?.bot_detection;
+  const attested = settings.advanced_attested ?? current?.advanced_attested ?? false;
+  if (mode === 'advanced' && !attested) {
+    errors.push({
+      path: '/body/bot_detection',
+      message: 'advanced mode needs advanced_attested: true (visitors must be shown a consent message)',
+    });
+  }
+  if (settings.retention_days !== undefined && settings.retention_days !== null && settings.retention_days < 1) {
+    errors.push({ path: '/body/retention_days', message: 'must be at least 1 day, or null to keep data forever' });
+  }
+}
+
+export async function createApp(ctx: ServiceContext, input: AppSettings & { organization_id: string; name: string }) {
+  const errors: FieldError[] = [];
+  checkSettings(input, undefined, errors);
+  refuse(errors);
+  await getOrganization(ctx, input.organization_id);
+  return insertApp(ctx.db, { id: uuidv7(), ...input });
+}
+
+export async function apps(ctx: ServiceContext, organizationId?: string) {
+  if (organizationId !== undefined) await getOrganization(ctx, organizationId);
+  return listApps(ctx.db, organizationId);
+}
+
+export async function changeApp(ctx: ServiceContext, id: string, patch: AppSettings) {
+  const current = await getApp(ctx, id);
+  const errors: FieldError[] = [];
+  checkSettings(patch, current, errors);
+  refuse(errors);
+  return (await updateApp(ctx.db, id, patch))!;
+}
+
+export async function issueKey(
+  ctx: ServiceContext,
+  appId: string,
+  input: { kind: 'rest' | 'mcp'; permissions?: Permission[]; org_wide?: boolean; name?: string },
+) {
+  const app = await getApp(ctx, appId);
+  return createKey(ctx.db, app, {
+    kind: input.kind,
+    permissions: input.permissions,
+    orgWide: input.org_wide,
+    name: input.name,
+  });
+}
+
+export async function keysOf(ctx: ServiceContext, appId: string) {
+  await getApp(ctx, appId);
+  return listKeys(ctx.db, appId);
+}
+
+export async function revoke(ctx: ServiceContext, keyId: string) {
+  if (!(await getKey(ctx.db, keyId))) throw new NotFoundError(`No key with id ${keyId}.`);
+  return revokeKey(ctx.db, keyId);
+}
+
+export interface VersionRow {
+  id: string;
+  app_id: string;
+  version: string;
+  release_notes: string | null;
+  released_at: Date;
+  created_by: string | null;
+}
+
+export async function addVersion(
+  ctx: ServiceContext,
+  appId: string,
+  input: { version: string; release_notes?: string; released_at?: string; created_by?: string },
+): Promise<VersionRow> {
+  await getApp(ctx, appId);
+  const [row] = await ctx
+    .db('app_versions')
+    .insert({
+      id: uuidv7(),
+      app_id: appId,
+      version: input.version,
+      release_notes: input.release_notes ?? null,
+      released_at: input.released_at ? new Date(input.released_at) : ctx.clock(),
+      created_by: input.created_by ?? null,
+    })
+    .returning('*');
+  return row;
+}
+
+export async function versionsOf(ctx: ServiceContext, appId: string): Promise<VersionRow[]> {
+  await getApp(ctx, appId);
+  return ctx
+    .db('app_versions')
+    .where({ app_id: appId })
+    .orderBy([
+      { column: 'released_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ]);
+}

@@ -1,0 +1,308 @@
+// Event ingestion with group commit: events of concurrent requests are written together in one
+// transaction of multi-row statements, and each request is answered only after its rows are
+// committed. One request's events are all-or-nothing; if a grouped write fails, each request of
+// the group is retried on its own so one bad request never sinks the others.
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { uuidv7 } from '../ids.js';
+import { resolveIdentifiers } from '../storage/users.js';
+
+export interface IngestEvent {
+  appId: string;
+  /** The caller's identifier: a user's external id or one of its aliases. */
+  userRef: string;
+  eventName: string;
+  properties: Record<string, unknown>;
+  ip?: string | null;
+  ua?: string | null;
+  insertId?: string;
+  /** The event's time (the client's timestamp, else receipt time). */
+  createdAt: Date;
+  receivedAt: Date;
+  source?: 'api' | 'website';
+  isBot?: boolean;
+}
+
+export interface IngestResult {
+  eventId: string;
+  /** True when an event with the same insert_id was stored in the last 7 days; eventId is that event's. */
+  duplicate: boolean;
+}
+
+interface PendingRequest {
+  events: IngestEvent[];
+  resolve(results: IngestResult[]): void;
+  reject(err: unknown): void;
+}
+
+const MAX_EVENTS_PER_TRANSACTION = 5_000;
+const ROWS_PER_STATEMENT = 1_000;
+const DEDUP_WINDOW = '7 days';
+
+export class Ingestor {
+  private pending: PendingRequest[] = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Stores one request's events (all or none) and resolves once they are committed. */
+  submit(events: IngestEvent[]): Promise<IngestResult[]> {
+    if (events.length === 0) return Promise.resolve([]);
+    return new Promise((resolve, reject) => {
+      this.pending.push({ events, resolve, reject });
+      if (!this.flushing) this.flushing = this.drain();
+    });
+  }
+
+  /** Waits until everything submitted so far is written. */
+  async idle(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private async drain(): Promise<void> {
+    // Yield once so that requests arriving in the same turn of the event loop join this group.
+    await new Promise((r) => setImmediate(r));
+    try {
+      while (this.pending.length > 0) {
+        let count = 0;
+        let take = 0;
+        while (
+          take < this.pending.length &&
+          (take === 0 || count + this.pending[take]!.events.length <= MAX_EVENTS_PER_TRANSACTION)
+        ) {
+          count += this.pending[take]!.events.length;
+          take++;
+        }
+        await this.flushGroup(this.pending.splice(0, take));
+      }
+    } finally {
+      this.flushing = null;
+    }
+  }
+
+  private async flushGroup(group: PendingRequest[]): Promise<void> {
+    try {
+      const results = await this.write(group.flatMap((r) => r.events));
+      let offset = 0;
+      for (const request of group) {
+        request.resolve(results.slice(offset, offset + request.events.length));
+        offset += request.events.length;
+      }
+    } catch (err) {
+      if (group.length === 1) {
+        group[0]!.reject(err);
+        return;
+      }
+      this.logger.warn({ err }, 'grouped event write failed; retrying each request on its own');
+      for (const request of group) {
+        try {
+          request.resolve(await this.write(request.events));
+        } catch (single) {
+          request.reject(single);
+        }
+      }
+    }
+  }
+
+  private write(events: IngestEvent[]): Promise<IngestResult[]> {
+    return this.db.transaction(async (trx) => {
+      const results = new Array<IngestResult>(events.length);
+      const byApp = new Map<string, number[]>();
+      events.forEach((e, i) => {
+        const list = byApp.get(e.appId);
+        if (list) list.push(i);
+        else byApp.set(e.appId, [i]);
+      });
+      for (const [appId, indexes] of byApp) {
+        await writeAppEvents(trx, appId, indexes, events, results);
+      }
+      return results;
+    });
+  }
+}
+
+async function writeAppEvents(
+  trx: Knex.Transaction,
+  appId: string,
+  indexes: number[],
+  events: IngestEvent[],
+  results: IngestResult[],
+): Promise<void> {
+  const userIds = await resolveOrCreateUsers(
+    trx,
+    appId,
+    indexes.map((i) => events[i]!),
+  );
+
+  // insert_id dedup: repeats inside this write first, then against the table (7-day window).
+  const firstByInsertId = new Map<string, number>();
+  const toStore: number[] = [];
+  for (const i of indexes) {
+    const insertId = events[i]!.insertId;
+    if (insertId === undefined) {
+      toStore.push(i);
+      results[i] = { eventId: uuidv7(events[i]!.receivedAt.getTime()), duplicate: false };
+    } else if (!firstByInsertId.has(insertId)) {
+      firstByInsertId.set(insertId, i);
+      results[i] = { eventId: uuidv7(events[i]!.receivedAt.getTime()), duplicate: false };
+    }
+  }
+  if (firstByInsertId.size > 0) {
+    const claimed = new Set<string>();
+    for (const chunk of chunks([...firstByInsertId], ROWS_PER_STATEMENT)) {
+      const values = chunk.map(() => '(?::uuid, ?, ?::uuid, ?::timestamptz)').join(', ');
+      const bindings = chunk.flatMap(([insertId, i]) => [appId, insertId, results[i]!.eventId, events[i]!.receivedAt]);
+      const { rows } = await trx.raw(
+        `insert into event_dedup (app_id, insert_id, event_id, received_at) values ${values}
+         on conflict (app_id, insert_id) do update set event_id = excluded.event_id, received_at = excluded.received_at
+         where event_dedup.received_at < excluded.received_at - interval '${DEDUP_WINDOW}'
+         returning insert_id`,
+        bindings,
+      );
+      for (const r of rows as { insert_id: string }[]) claimed.add(r.insert_id);
+    }
+    const repeats = [...firstByInsertId.keys()].filter((id) => !claimed.has(id));
+    const originals = new Map<string, string>();
+    for (const chunk of chunks(repeats, ROWS_PER_STATEMENT)) {
+      const rows = await trx('event_dedup')
+        .where({ app_id: appId })
+        .whereIn('insert_id', chunk)
+        .select('insert_id', 'event_id');
+      for (const r of rows) originals.set(r.insert_id, r.event_id);
+    }
+    for (const [insertId, i] of firstByInsertId) {
+      const original = originals.get(insertId);
+      if (original) results[i] = { eventId: original, duplicate: true };
+      else toStore.push(i);
+    }
+    for (const i of indexes) {
+      const insertId = events[i]!.insertId;
+      if (insertId !== undefined && results[i] === undefined) {
+        results[i] = { eventId: results[firstByInsertId.get(insertId)!]!.eventId, duplicate: true };
+      }
+    }
+  }
+  if (toStore.length === 0) return;
+  toStore.sort((a, b) => a - b);
+
+  for (const chunk of chunks(toStore, ROWS_PER_STATEMENT)) {
+    await trx('events').insert(
+      chunk.map((i) => {
+        const e = events[i]!;
+        return {
+          id: results[i]!.eventId,
+          app_id: appId,
+          user_id: userIds.get(e.userRef)!,
+          event_name: e.eventName,
+          properties: JSON.stringify(e.properties),
+          ip: e.ip ?? null,
+          ua: e.ua ?? null,
+          source: e.source ?? 'api',
+          is_bot: e.isBot ?? false,
+          created_at: e.createdAt,
+          received_at: e.receivedAt,
+        };
+      }),
+    );
+  }
+
+  // Per-user counters and last activity.
+  const perUser = new Map<string, { n: number; last: Date }>();
+  for (const i of toStore) {
+    const e = events[i]!;
+    const id = userIds.get(e.userRef)!;
+    const agg = perUser.get(id);
+    if (!agg) perUser.set(id, { n: 1, last: e.createdAt });
+    else {
+      agg.n++;
+      if (e.createdAt > agg.last) agg.last = e.createdAt;
+    }
+  }
+  const users = [...perUser].sort(([a], [b]) => (a < b ? -1 : 1));
+  for (const chunk of chunks(users, ROWS_PER_STATEMENT)) {
+    await trx.raw(
+      `update users u set event_count = u.event_count + v.n,
+         last_active = greatest(u.last_active, v.last), updated_at = now()
+       from (values ${chunk.map(() => '(?::uuid, ?::bigint, ?::timestamptz)').join(', ')}) as v(id, n, last)
+       where u.app_id = ?::uuid and u.id = v.id`,
+      [...chunk.flatMap(([id, a]) => [id, a.n, a.last]), appId],
+    );
+  }
+
+  // The event dictionary and daily volumes.
+  const perName = new Map<string, { n: number; first: Date; last: Date; days: Map<string, number> }>();
+  for (const i of toStore) {
+    const e = events[i]!;
+    const day = e.createdAt.toISOString().slice(0, 10);
+    const agg = perName.get(e.eventName);
+    if (!agg) perName.set(e.eventName, { n: 1, first: e.createdAt, last: e.createdAt, days: new Map([[day, 1]]) });
+    else {
+      agg.n++;
+      if (e.createdAt < agg.first) agg.first = e.createdAt;
+      if (e.createdAt > agg.last) agg.last = e.createdAt;
+      agg.days.set(day, (agg.days.get(day) ?? 0) + 1);
+    }
+  }
+  const names = [...perName].sort(([a], [b]) => (a < b ? -1 : 1));
+  for (const chunk of chunks(names, ROWS_PER_STATEMENT)) {
+    await trx.raw(
+      `insert into event_definitions (id, app_id, event_name, first_seen, last_seen, volume)
+       values ${chunk.map(() => '(?::uuid, ?::uuid, ?, ?::timestamptz, ?::timestamptz, ?::bigint)').join(', ')}
+       on conflict (app_id, event_name) do update set
+         first_seen = least(event_definitions.first_seen, excluded.first_seen),
+         last_seen = greatest(event_definitions.last_seen, excluded.last_seen),
+         volume = event_definitions.volume + excluded.volume`,
+      chunk.flatMap(([name, a]) => [uuidv7(), appId, name, a.first, a.last, a.n]),
+    );
+  }
+  const dayRows = names.flatMap(([name, a]) => [...a.days].sort().map(([day, n]) => [name, day, n] as const));
+  for (const chunk of chunks(dayRows, ROWS_PER_STATEMENT)) {
+    await trx.raw(
+      `insert into event_daily_counts (app_id, event_name, day, count)
+       values ${chunk.map(() => '(?::uuid, ?, ?::date, ?::bigint)').join(', ')}
+       on conflict (app_id, event_name, day) do update set count = event_daily_counts.count + excluded.count`,
+      chunk.flatMap(([name, day, n]) => [appId, name, day, n]),
+    );
+  }
+}
+
+/** Internal ids for every identifier of these events, creating users for unknown ones. */
+async function resolveOrCreateUsers(trx: Knex.Transaction, appId: string, events: IngestEvent[]) {
+  const earliest = new Map<string, Date>();
+  for (const e of events) {
+    const seen = earliest.get(e.userRef);
+    if (!seen || e.createdAt < seen) earliest.set(e.userRef, e.createdAt);
+  }
+  const refs = [...earliest.keys()];
+  const ids = new Map<string, string>();
+  for (const chunk of chunks(refs, ROWS_PER_STATEMENT)) {
+    for (const [ref, id] of await resolveIdentifiers(trx, appId, chunk)) ids.set(ref, id);
+  }
+  const unknown = refs.filter((r) => !ids.has(r)).sort();
+  for (const chunk of chunks(unknown, ROWS_PER_STATEMENT)) {
+    const inserted = await trx('users')
+      .insert(chunk.map((ref) => ({ id: uuidv7(), app_id: appId, external_id: ref, created_at: earliest.get(ref) })))
+      .onConflict(['app_id', 'external_id'])
+      .ignore()
+      .returning(['id', 'external_id']);
+    for (const r of inserted) ids.set(r.external_id, r.id);
+    const raced = chunk.filter((r) => !ids.has(r));
+    if (raced.length > 0) {
+      const rows = await trx('users')
+        .where({ app_id: appId })
+        .whereIn('external_id', raced)
+        .select('id', 'external_id');
+      for (const r of rows) ids.set(r.external_id, r.id);
+    }
+  }
+  return ids;
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}

@@ -1,0 +1,63 @@
+// Queries for users and their aliases. A user is found by its external id or by one of its aliases.
+import type { Knex } from 'knex';
+
+export interface UserRow {
+  id: string;
+  app_id: string;
+  external_id: string;
+  email: string | null;
+  phone: string | null;
+  properties: Record<string, unknown>;
+  origin: Record<string, unknown> | null;
+  created_at: Date;
+  updated_at: Date;
+  last_active: Date | null;
+  event_count: string; // bigint
+}
+
+export interface AliasRow {
+  app_id: string;
+  alias_id: string;
+  user_id: string;
+  created_at: Date;
+}
+
+export const findUserById = (db: Knex, appId: string, id: string) =>
+  db<UserRow>('users').where({ app_id: appId, id }).first();
+
+export const findUserByExternalId = (db: Knex, appId: string, externalId: string) =>
+  db<UserRow>('users').where({ app_id: appId, external_id: externalId }).first();
+
+export const findAlias = (db: Knex, appId: string, aliasId: string) =>
+  db<AliasRow>('user_aliases').where({ app_id: appId, alias_id: aliasId }).first();
+
+/** The user an identifier names: its external id first, else an alias. */
+export async function findUserByIdentifier(db: Knex, appId: string, identifier: string): Promise<UserRow | undefined> {
+  const direct = await findUserByExternalId(db, appId, identifier);
+  if (direct) return direct;
+  const alias = await findAlias(db, appId, identifier);
+  return alias ? findUserById(db, appId, alias.user_id) : undefined;
+}
+
+/** Resolves many identifiers at once: identifier -> internal user id, for those that exist. */
+export async function resolveIdentifiers(db: Knex, appId: string, identifiers: string[]): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  if (identifiers.length === 0) return found;
+  const direct = await db('users')
+    .where({ app_id: appId })
+    .whereIn('external_id', identifiers)
+    .select('id', 'external_id');
+  for (const r of direct) found.set(r.external_id, r.id);
+  const rest = identifiers.filter((i) => !found.has(i));
+  if (rest.length > 0) {
+    const aliases = await db('user_aliases')
+      .where({ app_id: appId })
+      .whereIn('alias_id', rest)
+      .select('alias_id', 'user_id');
+    for (const r of aliases) found.set(r.alias_id, r.user_id);
+  }
+  return found;
+}
+
+export const listAliases = (db: Knex, appId: string, userId: string) =>
+  db<AliasRow>('user_aliases').where({ app_id: appId, user_id: userId }).orderBy('created_at');
