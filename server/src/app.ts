@@ -12,6 +12,7 @@ import { securityHandlers } from './http/auth.js';
 import { dispatch } from './http/dispatch.js';
 import { handlers } from './http/handlers.js';
 import { opsRouter } from './http/ops.js';
+import { createLlm } from './llm/index.js';
 import type { ServiceContext } from './services/context.js';
 import type { Ingestor } from './services/ingest.js';
 import type { Database } from './storage/db.js';
@@ -34,6 +35,7 @@ export function createApp(deps: AppDeps): Express {
     logger,
     clock: deps.clock ?? (() => new Date()),
     ingestor: deps.ingestor,
+    llm: createLlm(config),
   };
   const { yaml, doc } = loadContract();
   const app = express();

@@ -3,6 +3,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import type { Llm } from '../llm/index.js';
 import type { Ingestor } from './ingest.js';
 
 export interface ServiceContext {
@@ -13,4 +14,6 @@ export interface ServiceContext {
   readonly clock: () => Date;
   /** Writes events with group commit. */
   readonly ingestor: Ingestor;
+  /** The configured language model, or null: callers then use their built-in engines. */
+  readonly llm: Llm | null;
 }
