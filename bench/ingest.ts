@@ -29,6 +29,23 @@ async function bareServer(): Promise<{ url: string; close(): void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
+/** A fresh, uniquely named database on the PostgreSQL server of `adminUrl`; dropped by the returned function. */
+export async function scratchDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const { default: knex } = await import('knex');
+  const admin = knex({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
+  const name = `tally_bench_${Date.now()}`;
+  await admin.raw(`create database ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      await admin.raw(`drop database if exists ${name} with (force)`);
+      await admin.destroy();
+    },
+  };
+}
+
 async function tally(
   databaseUrl?: string,
 ): Promise<{ url: string; apiKey: string; child: ChildProcess; dataDir: string }> {
@@ -63,7 +80,9 @@ function event(i: number) {
   return { event_name: i % 3 ? 'view' : 'purchase', user_id: `bench-${i % 1000}`, properties: { i, price: 9.99 } };
 }
 
-export async function benchIngest(label: string, databaseUrl?: string) {
+export async function benchIngest(label: string, adminDatabaseUrl?: string) {
+  const scratch = adminDatabaseUrl ? await scratchDatabase(adminDatabaseUrl) : undefined;
+  const databaseUrl = scratch?.url;
   const bare = await bareServer();
   const single = JSON.stringify(event(1));
   const baseline = await runLoad({ url: `${bare.url}/`, body: single, concurrency: CONCURRENCY, seconds: SECONDS });
@@ -89,6 +108,7 @@ export async function benchIngest(label: string, databaseUrl?: string) {
   server.child.kill('SIGTERM');
   await new Promise((r) => server.child.on('exit', r));
   fs.rmSync(server.dataDir, { recursive: true, force: true });
+  await scratch?.drop();
 
   return {
     label,

@@ -1,0 +1,69 @@
+// The group-commit writer on its own: concurrent submissions share a transaction, a failing
+// request does not sink the others in its group, and nothing is acknowledged before it is stored.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uuidv7 } from '../../server/src/ids.js';
+import { createLogger } from '../../server/src/logger.js';
+import { type IngestEvent, Ingestor } from '../../server/src/services/ingest.js';
+import type { Database } from '../../server/src/storage/db.js';
+import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
+import { openTestDatabase } from '../helpers/server.js';
+
+let db: Database;
+let appId: string;
+
+beforeAll(async () => {
+  db = await openTestDatabase();
+  const org = await insertOrganization(db.knex, { id: uuidv7(), name: 'ingest unit' });
+  appId = (await insertApp(db.knex, { id: uuidv7(), organization_id: org.id, name: 'ingest unit' })).id;
+});
+afterAll(() => db?.close());
+
+function event(app: string, userRef: string, extra: Partial<IngestEvent> = {}): IngestEvent {
+  const now = new Date();
+  return { appId: app, userRef, eventName: 'unit', properties: {}, createdAt: now, receivedAt: now, ...extra };
+}
+
+describe('Ingestor', () => {
+  it('groups concurrent requests and isolates a failing one', async () => {
+    const ingestor = new Ingestor(db.knex, createLogger('silent'));
+    const missingApp = uuidv7(); // no such app: its insert violates a foreign key
+    const results = await Promise.allSettled([
+      ingestor.submit([event(appId, 'g-1'), event(appId, 'g-2')]),
+      ingestor.submit([event(missingApp, 'g-3')]),
+      ingestor.submit([event(appId, 'g-1', { insertId: 'same' }), event(appId, 'g-1', { insertId: 'same' })]),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const third = (results[2] as PromiseFulfilledResult<{ eventId: string; duplicate: boolean }[]>).value;
+    expect(third[0]!.duplicate).toBe(false);
+    expect(third[1]).toEqual({ eventId: third[0]!.eventId, duplicate: true });
+    const stored = await db.knex('events').where({ app_id: appId });
+    expect(stored).toHaveLength(3);
+    const users = await db.knex('users').where({ app_id: appId }).orderBy('external_id');
+    expect(users.map((u) => [u.external_id, u.event_count])).toEqual([
+      ['g-1', '2'],
+      ['g-2', '1'],
+    ]);
+    expect(await db.knex('users').where({ external_id: 'g-3' })).toHaveLength(0);
+  });
+
+  it('acknowledges only after the rows are committed', async () => {
+    const ingestor = new Ingestor(db.knex, createLogger('silent'));
+    const [result] = await ingestor.submit([event(appId, 'ack-1')]);
+    // A separate query sees the row as soon as submit resolves.
+    const row = await db.knex('events').where({ app_id: appId, id: result!.eventId }).first();
+    expect(row).toBeDefined();
+  });
+
+  it('stores a repeated insert_id again once the 7-day window has passed', async () => {
+    const ingestor = new Ingestor(db.knex, createLogger('silent'));
+    const old = new Date(Date.now() - 8 * 24 * 3600_000);
+    const [first] = await ingestor.submit([
+      event(appId, 'w-1', { insertId: 'window', receivedAt: old, createdAt: old }),
+    ]);
+    const [second] = await ingestor.submit([event(appId, 'w-1', { insertId: 'window' })]);
+    expect(second!.duplicate).toBe(false);
+    expect(second!.eventId).not.toBe(first!.eventId);
+    const [third] = await ingestor.submit([event(appId, 'w-1', { insertId: 'window' })]);
+    expect(third).toEqual({ eventId: second!.eventId, duplicate: true });
+  });
+});
