@@ -87,6 +87,12 @@ function describeValidatorItem(item: ValidatorItem): FieldError {
   return { path, message };
 }
 
+function missingCredentialMessage(path: string): string {
+  if (path === '/mcp' || path.startsWith('/mcp/')) return 'Send your MCP API key in the X-MCP-API-Key header.';
+  if (path.startsWith('/admin/')) return 'Send the admin token as Authorization: Bearer <token>.';
+  return 'Send your API key as Authorization: Bearer <key>.';
+}
+
 /** Turns anything thrown into (status, code, message, details) without leaking internals. */
 export function toAppError(err: unknown, req: Request): AppError {
   if (err instanceof AppError) return err;
@@ -120,7 +126,7 @@ export function toAppError(err: unknown, req: Request): AppError {
     if (status === 401 || status === 403) {
       const remembered = authFailures.get(req);
       if (remembered) return remembered;
-      return new AuthError('MISSING_AUTH', 'This endpoint needs credentials; none were sent.');
+      return new AuthError('MISSING_AUTH', missingCredentialMessage(req.path));
     }
     if (status === 404) return new NotFoundError(`No endpoint ${req.method} ${req.path}.`);
     if (status === 405) return new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}.`);
