@@ -12,6 +12,8 @@ import { securityHandlers } from './http/auth.js';
 import { dispatch } from './http/dispatch.js';
 import { handlers } from './http/handlers.js';
 import { opsRouter } from './http/ops.js';
+import { sdkRouter } from './http/sdk.js';
+import { websiteGate } from './http/website-gate.js';
 import { createLlm } from './llm/index.js';
 import type { ServiceContext } from './services/context.js';
 import type { Ingestor } from './services/ingest.js';
@@ -58,7 +60,9 @@ export function createApp(deps: AppDeps): Express {
   });
 
   app.use(opsRouter(database, yaml, doc));
+  app.use(sdkRouter(config, logger));
   app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
+  app.use(websiteGate(ctx)); // CORS and rate limits of /v1/website/*, before validation
   app.use(
     OpenApiValidator.middleware({
       apiSpec: doc as never,
@@ -69,7 +73,7 @@ export function createApp(deps: AppDeps): Express {
             onError: (err: Error, _body: unknown, req: express.Request) =>
               logger.warn({ err: err.message, path: req.path }, 'response does not match the contract'),
           },
-      validateSecurity: { handlers: securityHandlers(database.knex, config.adminToken) },
+      validateSecurity: { handlers: securityHandlers(database.knex, config) },
       ignoreUndocumented: false,
     }),
   );

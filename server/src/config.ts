@@ -23,7 +23,7 @@ const rateLimitsSchema = z
     if (raw === 'spec') return SPEC_RATE_LIMITS;
     try {
       const parsed = z
-        .record(z.enum(Object.keys(SPEC_RATE_LIMITS) as [RateLimitClass]), z.number().int().positive())
+        .partialRecord(z.enum(Object.keys(SPEC_RATE_LIMITS) as [RateLimitClass]), z.number().int().positive())
         .parse(JSON.parse(raw));
       return Object.freeze({ ...SPEC_RATE_LIMITS, ...parsed });
     } catch {
@@ -51,6 +51,7 @@ const envSchema = z.object({
   SECRET_KEY: z.string().min(16, 'SECRET_KEY must be at least 16 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().default('production'),
+  ANALYTICS_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
 });
 
 export interface Config {
@@ -68,6 +69,8 @@ export interface Config {
   readonly rateLimits: Readonly<Partial<Record<RateLimitClass, number>>> | null;
   readonly secretKey: string | undefined;
   readonly logLevel: string;
+  /** Statement timeout of POST /v1/analytics/query, in milliseconds (PostgreSQL only). */
+  readonly analyticsQueryTimeoutMs: number;
   /** Validate responses against the contract and fail on drift (tests); otherwise drift is logged. */
   readonly strictResponses: boolean;
 }
@@ -96,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimits: e.RATE_LIMITS,
     secretKey: e.SECRET_KEY,
     logLevel: e.LOG_LEVEL,
+    analyticsQueryTimeoutMs: e.ANALYTICS_QUERY_TIMEOUT_MS,
     strictResponses: e.NODE_ENV === 'test',
   });
 }

@@ -96,6 +96,9 @@ function missingCredentialMessage(path: string): string {
 /** Turns anything thrown into (status, code, message, details) without leaking internals. */
 export function toAppError(err: unknown, req: Request): AppError {
   if (err instanceof AppError) return err;
+  // A security handler refused the request; the validator's own error has lost the reason.
+  const remembered = authFailures.get(req);
+  if (remembered) return remembered;
   const e = err as {
     status?: number;
     statusCode?: number;
@@ -124,8 +127,6 @@ export function toAppError(err: unknown, req: Request): AppError {
       return new ValidationError(`Invalid request: ${summary}.`, errors);
     }
     if (status === 401 || status === 403) {
-      const remembered = authFailures.get(req);
-      if (remembered) return remembered;
       return new AuthError('MISSING_AUTH', missingCredentialMessage(req.path));
     }
     if (status === 404) return new NotFoundError(`No endpoint ${req.method} ${req.path}.`);

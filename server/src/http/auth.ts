@@ -2,6 +2,7 @@
 // the request, or remembers the precise reason it refused so the error envelope can name it.
 import type { Request } from 'express';
 import type { Knex } from 'knex';
+import type { Config, RateLimitClass } from '../config.js';
 import { AppError, ForbiddenError, rememberAuthFailure } from '../errors.js';
 import {
   authenticateAdmin,
@@ -11,6 +12,8 @@ import {
   type Permission,
   type RestPrincipal,
 } from '../services/keys.js';
+import { operationId } from './dispatch.js';
+import { applyDecision, consume } from './rate-limit.js';
 
 const principals = new WeakMap<Request, RestPrincipal | McpPrincipal>();
 
@@ -64,18 +67,37 @@ async function guarded(req: Request, check: () => Promise<void>): Promise<boolea
   }
 }
 
-export function securityHandlers(db: Knex, adminToken: string | undefined) {
+/** The REST rate-limit class of an operation (DESIGN: events, batch, analytics, other). */
+function restClass(req: Request): RateLimitClass {
+  const id = operationId(req);
+  if (id === 'Events_track') return 'events';
+  if (id === 'Events_trackBatch') return 'batch';
+  if (id?.startsWith('Analytics_')) return 'analytics';
+  return 'other';
+}
+
+/** Counts the request against its key's per-minute limit; throws 429 when it is over. */
+function limit(config: Config, req: Request, cls: RateLimitClass, keyId: string): void {
+  const decision = consume(config, cls, keyId);
+  const refused = decision && req.res ? applyDecision(req.res, decision) : null;
+  if (refused) throw refused;
+}
+
+export function securityHandlers(db: Knex, config: Config) {
   return {
     ApiKeyAuth: (req: Request) =>
       guarded(req, async () => {
-        principals.set(req, await authenticateRest(db, bearer(req)));
+        const principal = await authenticateRest(db, bearer(req));
+        limit(config, req, restClass(req), principal.keyId);
+        principals.set(req, principal);
       }),
     McpApiKeyAuth: (req: Request) =>
       guarded(req, async () => {
         const principal = await authenticateMcp(db, req.header('x-mcp-api-key'));
         requirePermission(principal, 'read');
+        limit(config, req, 'mcp', principal.keyId);
         principals.set(req, principal);
       }),
-    AdminTokenAuth: (req: Request) => guarded(req, () => authenticateAdmin(db, adminToken, bearer(req))),
+    AdminTokenAuth: (req: Request) => guarded(req, () => authenticateAdmin(db, config.adminToken, bearer(req))),
   };
 }
