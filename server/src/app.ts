@@ -12,6 +12,7 @@ import { securityHandlers } from './http/auth.js';
 import { dispatch } from './http/dispatch.js';
 import { handlers } from './http/handlers.js';
 import { opsRouter } from './http/ops.js';
+import { openRateLimits } from './http/rate-limit.js';
 import { sdkRouter } from './http/sdk.js';
 import { websiteGate } from './http/website-gate.js';
 import { createLlm } from './llm/index.js';
@@ -40,6 +41,7 @@ export function createApp(deps: AppDeps): Express {
     llm: createLlm(config),
   };
   const { yaml, doc } = loadContract();
+  openRateLimits(config, logger);
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');

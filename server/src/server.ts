@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
+import { closeRateLimits } from './http/rate-limit.js';
 import { bootstrapIfEmpty, type Credentials, writeCredentials } from './services/bootstrap.js';
 import { Ingestor } from './services/ingest.js';
 import { type Database, openDatabase } from './storage/db.js';
@@ -57,6 +58,7 @@ export async function startServer(
         server.closeIdleConnections();
       });
       await ingestor.idle();
+      await closeRateLimits(config);
       if (!options.database) await database.close();
     },
   };

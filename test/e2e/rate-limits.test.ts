@@ -68,3 +68,35 @@ describe('rate limits', () => {
     }
   });
 });
+
+describe('rate limits shared through Redis (REDIS_URL)', () => {
+  it('counts requests of two instances together, and lets requests through when Redis is down', async () => {
+    const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+    const limits = JSON.stringify({ events: 3 });
+    const a = await startTestServer({ RATE_LIMITS: limits, REDIS_URL: redisUrl });
+    const b = await startTestServer({ RATE_LIMITS: limits, REDIS_URL: redisUrl }, { database: a.db });
+    try {
+      const t = await a.createTenant();
+      const viaB = b.clientFor(t.apiKey);
+      const body = { event_name: 'shared', user_id: 'r-1' };
+      const statuses = [
+        (await t.client.eventsTrack({ body })).response.status,
+        (await viaB.eventsTrack({ body })).response.status,
+        (await t.client.eventsTrack({ body })).response.status,
+        (await viaB.eventsTrack({ body })).response.status,
+      ];
+      expect(statuses).toEqual([200, 200, 200, 429]);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+    const down = await startTestServer({ RATE_LIMITS: limits, REDIS_URL: 'redis://127.0.0.1:1' });
+    try {
+      const t = await down.createTenant();
+      const { response } = await t.client.eventsTrack({ body: { event_name: 'e', user_id: 'r-2' } });
+      expect(response.status).toBe(200);
+    } finally {
+      await down.close();
+    }
+  });
+});

@@ -46,8 +46,15 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
-  const db = await openTestDatabase();
+/**
+ * Starts a server. `options.database` makes it a second instance on another server's database
+ * (its `close()` then leaves that database open).
+ */
+export async function startTestServer(
+  env: Record<string, string> = {},
+  options: { database?: Database } = {},
+): Promise<TestServer> {
+  const db = options.database ?? (await openTestDatabase());
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-test-'));
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -93,7 +100,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     },
     async close() {
       await running.close();
-      await db.close();
+      if (!options.database) await db.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -77,8 +77,8 @@ function restClass(req: Request): RateLimitClass {
 }
 
 /** Counts the request against its key's per-minute limit; throws 429 when it is over. */
-function limit(config: Config, req: Request, cls: RateLimitClass, keyId: string): void {
-  const decision = consume(config, cls, keyId);
+async function limit(config: Config, req: Request, cls: RateLimitClass, keyId: string): Promise<void> {
+  const decision = await consume(config, cls, keyId);
   const refused = decision && req.res ? applyDecision(req.res, decision) : null;
   if (refused) throw refused;
 }
@@ -88,14 +88,14 @@ export function securityHandlers(db: Knex, config: Config) {
     ApiKeyAuth: (req: Request) =>
       guarded(req, async () => {
         const principal = await authenticateRest(db, bearer(req));
-        limit(config, req, restClass(req), principal.keyId);
+        await limit(config, req, restClass(req), principal.keyId);
         principals.set(req, principal);
       }),
     McpApiKeyAuth: (req: Request) =>
       guarded(req, async () => {
         const principal = await authenticateMcp(db, req.header('x-mcp-api-key'));
         requirePermission(principal, 'read');
-        limit(config, req, 'mcp', principal.keyId);
+        await limit(config, req, 'mcp', principal.keyId);
         principals.set(req, principal);
       }),
     AdminTokenAuth: (req: Request) => guarded(req, () => authenticateAdmin(db, config.adminToken, bearer(req))),

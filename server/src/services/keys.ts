@@ -64,7 +64,7 @@ export const listKeys = listApiKeys;
 export async function revokeKey(db: Knex, keyId: string): Promise<ApiKeyRow> {
   const row = isUuid(keyId) ? await revokeApiKey(db, keyId) : undefined;
   if (!row) throw new NotFoundError(`No API key with id ${keyId}.`);
-  keyCache.delete(row.key_hash);
+  cacheFor(db).delete(row.key_hash);
   return row;
 }
 
@@ -75,9 +75,20 @@ export async function getKey(db: Knex, keyId: string): Promise<ApiKeyRow | undef
 // Keys are looked up on every request; a short-lived cache keeps that off the hot path. Revocation
 // in this process clears the entry at once; other instances see it within the TTL.
 const KEY_CACHE_TTL_MS = 5_000;
-const keyCache = new Map<string, { row: ApiKeyRow | null; expires: number }>();
+type KeyCache = Map<string, { row: ApiKeyRow | null; expires: number }>;
+const keyCaches = new WeakMap<Knex, KeyCache>();
+
+function cacheFor(db: Knex): KeyCache {
+  let cache = keyCaches.get(db);
+  if (!cache) {
+    cache = new Map();
+    keyCaches.set(db, cache);
+  }
+  return cache;
+}
 
 async function lookupKey(db: Knex, keyHash: string): Promise<ApiKeyRow | null> {
+  const keyCache = cacheFor(db);
   const now = Date.now();
   const hit = keyCache.get(keyHash);
   if (hit && hit.expires > now) return hit.row;
