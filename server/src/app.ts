@@ -68,7 +68,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(
     OpenApiValidator.middleware({
       apiSpec: doc as never,
-      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true, allErrors: true },
+      // Query, path and header values are coerced to their declared types; JSON bodies never are.
+      validateRequests: { allowUnknownQueryParameters: false, allErrors: true },
       validateResponses: config.strictResponses
         ? true
         : {

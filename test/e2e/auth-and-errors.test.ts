@@ -180,11 +180,12 @@ describe('operations not built yet', () => {
     const pending = listOperations(doc).filter((op) => !built.has(op.operationId));
     expect(pending.length).toBeGreaterThan(0);
     // One representative per surface, called with valid credentials.
-    const metrics = await fetch(`${server.url}/v1/analytics/metrics?metric=dau&app_id=${tenant.app.id}`, {
+    const erase = await fetch(`${server.url}/v1/users/u-1`, {
+      method: 'DELETE',
       headers: { authorization: `Bearer ${tenant.apiKey}` },
     });
-    expect(metrics.status).toBe(501);
-    expect(await metrics.json()).toMatchObject({ success: false, error: 'Not Implemented', code: 'NOT_IMPLEMENTED' });
+    expect(erase.status).toBe(501);
+    expect(await erase.json()).toMatchObject({ success: false, error: 'Not Implemented', code: 'NOT_IMPLEMENTED' });
     const audiences = await fetch(`${server.url}/mcp/resources/audiences`, {
       headers: { 'x-mcp-api-key': tenant.mcpKey },
     });

@@ -8,6 +8,7 @@ export type HandlerTable = Readonly<Record<string, Handler>>;
 
 interface OpenApiRequestMeta {
   schema?: { operationId?: string; summary?: string };
+  pathParams?: Record<string, string>;
 }
 
 export function operationId(req: Request): string | undefined {
@@ -21,6 +22,8 @@ export function dispatch(handlers: HandlerTable) {
     if (!id) return next();
     const handler = handlers[id];
     if (!handler) throw new NotImplementedError(meta?.schema?.summary ? `"${meta.schema.summary}"` : id);
+    // Express 5 gives each layer its own params; the contract's path parameters are the ones that count.
+    req.params = { ...meta?.pathParams };
     await handler(req, res);
   };
 }
