@@ -49,7 +49,10 @@ export const versionView = (v: admin.VersionRow) => ({
   created_by: v.created_by,
 });
 
-const param = (req: Request, name: string) => String(req.params[name]);
+// Path parameters as the validator matched them: Express 5 resets req.params for every
+// path-less middleware layer, so by the time dispatch runs req.params is empty.
+const param = (req: Request, name: string) =>
+  String((req as Request & { openapi?: { pathParams?: Record<string, string> } }).openapi?.pathParams?.[name]);
 const ok = (res: Response, body: object) => res.json({ success: true, ...body });
 
 export function adminHandlers(ctx: ServiceContext) {

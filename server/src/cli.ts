@@ -1,0 +1,32 @@
+// The `tally` command: an operator's client of the admin API (through @tally/client), plus
+// `migrate`, which works on the database directly. See docs/cli.md for the reference.
+import { Command } from 'commander';
+import { registerEngagementCommands } from './cli/engagement.js';
+import { registerMigrateCommand } from './cli/migrate.js';
+import { CliError } from './cli/runtime.js';
+import { registerTenancyCommands } from './cli/tenancy.js';
+
+export function buildProgram(): Command {
+  const program = new Command('tally')
+    .description('Operate a Tally server: organizations, apps, keys, push, campaigns, demo data, migrations.')
+    .showHelpAfterError('(add --help for usage)')
+    .showSuggestionAfterError();
+  registerTenancyCommands(program);
+  registerEngagementCommands(program);
+  registerMigrateCommand(program);
+  return program;
+}
+
+try {
+  await buildProgram().parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CliError) {
+    process.stderr.write(`tally: ${err.message}\n`);
+    process.exitCode = err.exitCode;
+  } else {
+    process.stderr.write(
+      `tally: unexpected failure: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exitCode = 1;
+  }
+}
