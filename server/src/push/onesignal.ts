@@ -1,0 +1,73 @@
+// OneSignal adapter: one notification to the user's push subscriptions, targeted by external id.
+//
+// Outbound request (https://documentation.onesignal.com/reference/push-notification):
+//   POST {base}/notifications                                   base: https://api.onesignal.com
+//   Authorization: Key <REST API key>
+//   Content-Type: application/json
+//   { "app_id": "<OneSignal app id>",
+//     "include_aliases": { "external_id": ["<external user id>"] },
+//     "target_channel": "push",
+//     "headings": { "en": "<title>" }, "contents": { "en": "<message>" },
+//     "url": "<tracked click link>",                              (only with an action URL)
+//     "data": { "tally_delivery_id": "<deliveryId>" } }
+// Answer: 200 `{ "id": "<notification id>", ... }`. A 200 can carry `errors` with an empty id
+// (for example no subscribed device for that external id): nothing was sent, so it is a refusal.
+import {
+  isSuccess,
+  joinUrl,
+  ProviderError,
+  type PushMessage,
+  type PushProvider,
+  type PushResult,
+  reasonOf,
+  request,
+} from './provider.js';
+
+export const ONESIGNAL_BASE_URL = 'https://api.onesignal.com';
+
+export class OneSignalProvider implements PushProvider {
+  readonly kind = 'onesignal' as const;
+
+  constructor(private readonly options: { appId: string; restApiKey: string; baseUrl?: string }) {}
+
+  async send(m: PushMessage): Promise<PushResult> {
+    const { restApiKey } = this.options;
+    const body: Record<string, unknown> = {
+      app_id: this.options.appId,
+      include_aliases: { external_id: [m.user.external_id] },
+      target_channel: 'push',
+      headings: { en: m.title },
+      contents: { en: m.message },
+      data: { tally_delivery_id: m.deliveryId },
+    };
+    if (m.actionUrl) body.url = m.actionUrl;
+    const answer = await request(
+      this.kind,
+      joinUrl(this.options.baseUrl ?? ONESIGNAL_BASE_URL, '/notifications'),
+      {
+        method: 'POST',
+        headers: {
+          authorization: `Key ${restApiKey}`,
+          'content-type': 'application/json',
+          accept: 'application/json',
+        },
+        body: JSON.stringify(body),
+      },
+      [restApiKey],
+    );
+    if (!isSuccess(answer.status)) throw new ProviderError(this.kind, answer.status, reasonOf(answer, [restApiKey]));
+    const result = (answer.json ?? {}) as Record<string, unknown>;
+    const id = typeof result.id === 'string' ? result.id : '';
+    const errors = result.errors;
+    const hasErrors = Array.isArray(errors) ? errors.length > 0 : errors != null && typeof errors === 'object';
+    if (!id) {
+      const reason = hasErrors ? reasonOf(answer, [restApiKey]) : 'OneSignal answered without a notification id.';
+      throw new ProviderError(this.kind, answer.status, reason);
+    }
+    return {
+      providerMessageId: id,
+      recipients: typeof result.recipients === 'number' ? result.recipients : 1,
+      delivered: !hasErrors,
+    };
+  }
+}
