@@ -1,0 +1,56 @@
+// Which web origins may call an app's website endpoints: the origin of its website_url, or a host
+// listed in its authorized_domains (`*.example.com` matches any subdomain, not the bare domain).
+import type { AppRow } from '../storage/tenancy.js';
+
+function parse(value: string): URL | null {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The calling page's origin: the Origin header, else the origin of the Referer; null if neither. */
+export function callerOrigin(origin: string | undefined, referer: string | undefined): string | null {
+  if (origin !== undefined) return origin === 'null' ? null : (parse(origin)?.origin ?? null);
+  if (referer !== undefined) return parse(referer)?.origin ?? null;
+  return null;
+}
+
+/** An authorized_domains entry as a bare lower-case host (a scheme or path typed by mistake is dropped). */
+function domainEntry(entry: string): string {
+  const e = entry.trim().toLowerCase();
+  if (e.includes('://')) return parse(e)?.host ?? e;
+  return e.replace(/\/.*$/, '');
+}
+
+function hostMatches(entry: string, url: URL): boolean {
+  const d = domainEntry(entry);
+  if (d.startsWith('*.')) {
+    const suffix = d.slice(1); // ".example.com"
+    return url.hostname.endsWith(suffix) || url.host.endsWith(suffix);
+  }
+  return d === url.hostname || d === url.host;
+}
+
+export function originAllowed(app: Pick<AppRow, 'website_url' | 'authorized_domains'>, origin: string | null): boolean {
+  if (origin === null) return false;
+  const url = parse(origin);
+  if (!url) return false;
+  if (app.website_url) {
+    const site = parse(app.website_url);
+    if (site && site.origin === url.origin) return true;
+  }
+  return (app.authorized_domains ?? []).some((d) => typeof d === 'string' && hostMatches(d, url));
+}
+
+/** authorized_domains entries that could match this origin's host, for a narrow database lookup. */
+export function domainCandidates(origin: string): { hostname: string; entries: string[] } | null {
+  const url = parse(origin);
+  if (!url) return null;
+  const labels = url.hostname.split('.');
+  const entries = [url.hostname, url.host];
+  for (let i = 1; i < labels.length; i++) entries.push(`*.${labels.slice(i).join('.')}`);
+  return { hostname: url.hostname, entries };
+}

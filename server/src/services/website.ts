@@ -1,0 +1,310 @@
+// The website surface behind the browser SDK: users from forms, the SDK's configuration, page
+// visits (classified human or bot, each also a `page_view` event), custom events, linking an
+// anonymous visitor to a known user, and Web Push subscriptions. Callers have already checked
+// that the request's origin may act for the app.
+import { type FieldError, ForbiddenError, ValidationError } from '../errors.js';
+import { uuidv7 } from '../ids.js';
+import type { AppRow } from '../storage/tenancy.js';
+import { findAlias, findUserByExternalId, findUserByIdentifier, resolveIdentifiers } from '../storage/users.js';
+import {
+  hasAliases,
+  insertVisit,
+  latestVisitIsBot,
+  mergeUserInto,
+  moveLateEvents,
+  upsertPushSubscription,
+} from '../storage/website.js';
+import { classifyVisit } from './bot-detection.js';
+import type { ServiceContext } from './context.js';
+import { checkIdentifier, checkProperties, checkTimestamp } from './limits.js';
+import { webPushPublicKey } from './push.js';
+import { upsertUser } from './users.js';
+
+/** Who sent a website request, as seen by the server. */
+export interface Caller {
+  ip: string | null;
+  /** The User-Agent header. */
+  ua: string | null;
+}
+
+function refuse(errors: FieldError[]): void {
+  if (errors.length > 0)
+    throw new ValidationError(`Invalid request: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
+}
+
+/** The IP as the app's privacy setting allows it to be stored. */
+export function storedIp(app: Pick<AppRow, 'ip_mode'>, ip: string | null): string | null {
+  if (!ip || app.ip_mode === 'none') return null;
+  if (app.ip_mode !== 'truncate') return ip;
+  const v4 = /^(?:::ffff:)?(\d+\.\d+\.\d+)\.\d+$/i.exec(ip);
+  if (v4) return `${v4[1]}.0`;
+  // IPv6: keep the first three groups (a /48).
+  const [head = '', tail] = ip.split('::');
+  const first = head ? head.split(':') : [];
+  const last = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? first : [...first, ...Array(8 - first.length - last.length).fill('0'), ...last];
+  return `${groups.slice(0, 3).join(':')}::`;
+}
+
+function eventTime(value: string | undefined, now: Date, path: string, errors: FieldError[]): Date {
+  if (value === undefined) return now;
+  const at = new Date(value);
+  checkTimestamp(at, now, path, errors);
+  return at;
+}
+
+export interface WebsiteUserInput {
+  websiteUrl: string;
+  email: string;
+  firstName?: string;
+  lastName?: string;
+  name?: string;
+  externalId?: string;
+}
+
+export async function upsertWebsiteUser(ctx: ServiceContext, app: AppRow, input: WebsiteUserInput) {
+  const errors: FieldError[] = [];
+  if (input.externalId !== undefined) checkIdentifier(input.externalId, '/body/externalId', errors);
+  refuse(errors);
+  const key = input.externalId ?? input.email.trim().toLowerCase();
+  const properties: Record<string, unknown> = {};
+  if (input.firstName) properties.first_name = input.firstName;
+  if (input.lastName) properties.last_name = input.lastName;
+  const fullName = [input.firstName, input.lastName].filter(Boolean).join(' ') || input.name;
+  if (fullName) properties.name = fullName;
+  // origin records where the user came from first; a later form on another page keeps it.
+  const existing = await findUserByIdentifier(ctx.db, app.id, key);
+  const { user } = await upsertUser(ctx, app.id, {
+    user_id: key,
+    email: input.email.trim(),
+    properties,
+    ...(existing ? {} : { origin: { channel: 'website', website_url: input.websiteUrl } }),
+  });
+  return user;
+}
+
+export async function websiteConfig(ctx: ServiceContext, app: AppRow) {
+  return {
+    success: true as const,
+    app_id: app.id,
+    bot_detection: {
+      enabled: app.bot_detection !== 'off',
+      mode: app.bot_detection,
+      advanced_allowed: app.bot_detection === 'advanced' && app.advanced_attested,
+    },
+    // The VAPID public key the SDK subscribes with; null unless the app's provider is Web Push.
+    push: { webpush_public_key: await webPushPublicKey(ctx, app.id) },
+  };
+}
+
+export interface VisitInput {
+  visitor_id: string;
+  visit_url: string;
+  path?: string;
+  referrer?: string;
+  page_title?: string;
+  timestamp?: string;
+  ua?: string;
+  signals?: Record<string, unknown>;
+  advanced_signals?: Record<string, unknown>;
+}
+
+export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInput, caller: Caller) {
+  if (input.advanced_signals !== undefined && !(app.bot_detection === 'advanced' && app.advanced_attested)) {
+    throw new ForbiddenError(
+      'ADVANCED_SIGNALS_NOT_ALLOWED',
+      'This app does not accept advanced_signals: enable advanced bot detection and attest that visitors see a consent message, or send basic signals only.',
+    );
+  }
+  if (app.bot_detection === 'off') return { logged: false, visitId: null, isBot: null };
+  const now = ctx.clock();
+  const errors: FieldError[] = [];
+  checkIdentifier(input.visitor_id, '/body/visitor_id', errors);
+  const at = eventTime(input.timestamp, now, '/body/timestamp', errors);
+  checkProperties(input.signals, '/body/signals', errors);
+  checkProperties(input.advanced_signals, '/body/advanced_signals', errors);
+  refuse(errors);
+
+  const ua = input.ua ?? caller.ua;
+  const verdict = classifyVisit({
+    ua,
+    signals: input.signals,
+    advancedSignals: app.bot_detection === 'advanced' ? input.advanced_signals : undefined,
+  });
+  const visitId = uuidv7(now.getTime());
+  const ip = storedIp(app, caller.ip);
+  const path = input.path ?? new URL(input.visit_url).pathname;
+  const properties: Record<string, unknown> = { url: input.visit_url, path, visit_id: visitId };
+  if (input.referrer) properties.referrer = input.referrer;
+  if (input.page_title) properties.title = input.page_title;
+  const [event] = await ctx.ingestor.submit([
+    {
+      appId: app.id,
+      userRef: input.visitor_id,
+      eventName: 'page_view',
+      properties,
+      ip,
+      ua,
+      createdAt: at,
+      receivedAt: now,
+      source: 'website',
+      isBot: verdict.isBot,
+    },
+  ]);
+  const userId = (await resolveIdentifiers(ctx.db, app.id, [input.visitor_id])).get(input.visitor_id)!;
+  await insertVisit(ctx.db, {
+    id: visitId,
+    app_id: app.id,
+    user_id: userId,
+    visitor_id: input.visitor_id,
+    visit_url: input.visit_url,
+    path,
+    referrer: input.referrer ?? null,
+    page_title: input.page_title ?? null,
+    ua,
+    ip,
+    signals: input.signals ?? {},
+    advanced_signals: app.bot_detection === 'advanced' ? (input.advanced_signals ?? null) : null,
+    is_bot: verdict.isBot,
+    bot_reason: verdict.isBot ? verdict.reasons.join(',') : null,
+    event_id: event!.eventId,
+    created_at: at,
+  });
+  return { logged: true, visitId, isBot: verdict.isBot };
+}
+
+export interface WebsiteEventInput {
+  visitor_id: string;
+  event_name: string;
+  properties?: Record<string, unknown>;
+  url?: string;
+  timestamp?: string;
+}
+
+export async function trackWebsiteEvent(ctx: ServiceContext, app: AppRow, input: WebsiteEventInput, caller: Caller) {
+  const now = ctx.clock();
+  const errors: FieldError[] = [];
+  checkIdentifier(input.visitor_id, '/body/visitor_id', errors);
+  checkProperties(input.properties, '/body/properties', errors);
+  const at = eventTime(input.timestamp, now, '/body/timestamp', errors);
+  refuse(errors);
+  const properties = { ...(input.properties ?? {}) };
+  if (input.url !== undefined && properties.url === undefined) properties.url = input.url;
+  // A visitor whose visits are classified as bots sends bot traffic.
+  const known = (await resolveIdentifiers(ctx.db, app.id, [input.visitor_id])).get(input.visitor_id);
+  const isBot = known ? ((await latestVisitIsBot(ctx.db, app.id, known)) ?? false) : false;
+  const [result] = await ctx.ingestor.submit([
+    {
+      appId: app.id,
+      userRef: input.visitor_id,
+      eventName: input.event_name,
+      properties,
+      ip: storedIp(app, caller.ip),
+      ua: caller.ua,
+      createdAt: at,
+      receivedAt: now,
+      source: 'website',
+      isBot,
+    },
+  ]);
+  return result!.eventId;
+}
+
+/**
+ * Links the visitor to the user `userId` (created if new): an anonymous visitor's events,
+ * visits and subscriptions move to that user and `visitorId` becomes its alias. A visitor id
+ * that already names a known user (it has an email, a phone or aliases) is never merged into
+ * another user: that is a different person signing in on the same browser.
+ */
+export async function identify(ctx: ServiceContext, app: AppRow, visitorId: string, userId: string) {
+  const errors: FieldError[] = [];
+  checkIdentifier(visitorId, '/body/visitor_id', errors);
+  checkIdentifier(userId, '/body/user_id', errors);
+  refuse(errors);
+  const now = ctx.clock();
+  let merged: { from: string; to: string } | null = null;
+  const user = await ctx.db.transaction(async (trx) => {
+    const createUser = async () => {
+      await trx('users')
+        .insert({ id: uuidv7(now.getTime()), app_id: app.id, external_id: userId, created_at: now, updated_at: now })
+        .onConflict(['app_id', 'external_id'])
+        .ignore();
+      return (await findUserByExternalId(trx, app.id, userId))!;
+    };
+    const addAlias = (ownerId: string) =>
+      trx('user_aliases')
+        .insert({ app_id: app.id, alias_id: visitorId, user_id: ownerId, created_at: now })
+        .onConflict(['app_id', 'alias_id'])
+        .ignore();
+
+    let target = await findUserByIdentifier(trx, app.id, userId);
+    const visitor = await trx('users').where({ app_id: app.id, external_id: visitorId }).forUpdate().first();
+    if (!visitor) {
+      target ??= await createUser();
+      if (visitorId !== userId && !(await findAlias(trx, app.id, visitorId))) await addAlias(target.id);
+      return target;
+    }
+    if (target?.id === visitor.id) return target;
+    const anonymous = !visitor.email && !visitor.phone && !(await hasAliases(trx, app.id, visitor.id));
+    if (!anonymous) return target ?? (await createUser());
+    if (!target) {
+      // The visitor becomes the user: one row update keeps its whole history in place.
+      const [renamed] = await trx('users')
+        .where({ app_id: app.id, id: visitor.id })
+        .update({ external_id: userId, updated_at: now })
+        .returning('*');
+      await addAlias(visitor.id);
+      return renamed;
+    }
+    await mergeUserInto(trx, app.id, visitor.id, target.id, now);
+    await addAlias(target.id);
+    merged = { from: visitor.id, to: target.id };
+    return target;
+  });
+  if (merged) {
+    const { from, to } = merged as { from: string; to: string };
+    await moveLateEvents(ctx.db, app.id, from, to);
+  }
+  return user as { id: string; external_id: string };
+}
+
+export interface PushSubscriptionInput {
+  visitor_id: string;
+  subscription: { endpoint: string; expirationTime?: number | null; keys: { p256dh: string; auth: string } };
+}
+
+export async function subscribePush(ctx: ServiceContext, app: AppRow, input: PushSubscriptionInput) {
+  const errors: FieldError[] = [];
+  checkIdentifier(input.visitor_id, '/body/visitor_id', errors);
+  refuse(errors);
+  const now = ctx.clock();
+  let user = await findUserByIdentifier(ctx.db, app.id, input.visitor_id);
+  if (!user) {
+    await ctx
+      .db('users')
+      .insert({
+        id: uuidv7(now.getTime()),
+        app_id: app.id,
+        external_id: input.visitor_id,
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict(['app_id', 'external_id'])
+      .ignore();
+    user = (await findUserByExternalId(ctx.db, app.id, input.visitor_id))!;
+  }
+  const { endpoint, expirationTime, keys } = input.subscription;
+  return upsertPushSubscription(
+    ctx.db,
+    {
+      id: uuidv7(now.getTime()),
+      app_id: app.id,
+      user_id: user.id,
+      endpoint,
+      p256dh: keys.p256dh,
+      auth: keys.auth,
+      expires_at: typeof expirationTime === 'number' ? new Date(expirationTime) : null,
+    },
+    now,
+  );
+}
