@@ -1202,6 +1202,8 @@ export type EventInput = {
     /**
      * Your identifier of the user who did it (the `user_id` of `POST /v1/users`), or one of
      * their aliases. 1 to 255 characters. An id Tally has not seen yet creates the user.
+     * Placeholders such as `null`, `undefined` or `anonymous` are refused with 400, so that
+     * unrelated people are never merged into one user.
      */
     user_id: string;
     /**
@@ -2651,7 +2653,8 @@ export type UserProfile = {
 export type UserUpsert = {
     /**
      * Your unique identifier of the user (1 to 255 characters), or one of their aliases. When it
-     * names an existing user, that user is updated; otherwise a user is created.
+     * names an existing user, that user is updated; otherwise a user is created. Placeholders
+     * such as `null`, `undefined` or `anonymous` are refused with 400.
      */
     user_id: string;
     /**
