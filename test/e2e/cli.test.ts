@@ -175,6 +175,7 @@ describe('organizations, apps and versions', () => {
 
     // Without --json: a readable summary; "" clears the list, "forever" the retention.
     const human = await tally('apps', 'update', app.app_id, '--authorized-domain', '', '--retention-days', 'forever');
+    expect(human.stderr).toBe('');
     expect(human.code).toBe(0);
     expect(human.stdout).toContain(`Updated app ${app.app_id}`);
     expect(() => JSON.parse(human.stdout)).toThrow();

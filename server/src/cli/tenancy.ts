@@ -31,9 +31,12 @@ function permissionList(value: string): KeyPermission[] {
   return [...new Set(items)] as KeyPermission[];
 }
 
-/** `forever` (or `none`) keeps data forever (null); otherwise a number of days. */
-function retentionDays(value: string): number | null {
-  if (value === 'forever' || value === 'none') return null;
+const FOREVER = 'forever';
+
+/** `forever` (or `none`) keeps data forever; otherwise a number of days. (Commander turns a null
+ * returned here into "", so "forever" is kept as a marker until the request is built.) */
+function retentionDays(value: string): number | typeof FOREVER {
+  if (value === 'forever' || value === 'none') return FOREVER;
   return integer(1)(value);
 }
 
@@ -150,7 +153,7 @@ interface AppUpdateOptions extends GlobalOptions {
   advancedAttested?: boolean;
   consentMessage?: string;
   conversionEvent?: string[];
-  retentionDays?: number | null;
+  retentionDays?: number | typeof FOREVER;
   ipMode?: AppUpdate['ip_mode'];
 }
 
@@ -199,7 +202,7 @@ function registerApps(program: Command): void {
       advanced_attested: opts.advancedAttested,
       consent_message: clearable(opts.consentMessage),
       conversion_events: listValue(opts.conversionEvent),
-      retention_days: opts.retentionDays,
+      retention_days: opts.retentionDays === FOREVER ? null : opts.retentionDays,
       ip_mode: opts.ipMode,
     });
     if (Object.keys(body).length === 0) throw new CliError('Nothing to change: give at least one setting flag.');
