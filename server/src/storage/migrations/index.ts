@@ -4,11 +4,19 @@ import type { Knex } from 'knex';
 import * as m001 from './001-tenancy.js';
 import * as m002 from './002-events-users.js';
 import * as m003 from './003-app-versions.js';
+import * as m004 from './004-analytics.js';
+import * as m005 from './005-audiences.js';
+import * as m006 from './006-website.js';
+import * as m007 from './007-push.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001-tenancy': m001,
   '002-events-users': m002,
   '003-app-versions': m003,
+  '004-analytics': m004,
+  '005-audiences': m005,
+  '006-website': m006,
+  '007-push': m007,
 };
 
 const source: Knex.MigrationSource<string> = {
