@@ -271,6 +271,26 @@ describe('tally push configure', () => {
   });
 });
 
+describe('tally seed-demo', () => {
+  it('generates deterministic demo data through the ingestion service', async () => {
+    const app = await newApp();
+    const args = ['seed-demo', app.app_id, '--users', '25', '--days', '7', '--seed', '3', '--end-date', '2026-03-31'];
+    const out = await json(...args);
+    expect(out).toEqual({ users: 25, events: expect.any(Number) });
+    expect(out.events).toBeGreaterThan(0);
+    const stored = await server.db
+      .knex('events')
+      .where({ app_id: app.app_id })
+      .count<{ count: string }[]>('* as count');
+    expect(Number(stored[0]!.count)).toBe(out.events);
+    const users = await server.db.knex('users').where({ app_id: app.app_id }).count<{ count: string }[]>('* as count');
+    expect(Number(users[0]!.count)).toBe(25);
+    // The same seed again adds nothing new: every generated event carries the same insert_id.
+    const again = await json(...args);
+    expect(again.events).toBe(0);
+  });
+});
+
 describe('errors', () => {
   it('prints the server message and code on stderr and exits non-zero', async () => {
     const unknown = '01900000-0000-7000-8000-000000000000';

@@ -431,6 +431,21 @@ describe('the SDK script', () => {
     const again = await fetch(`${server.url}/sdk/service-web.js`, { headers: { 'If-None-Match': etag } });
     expect(again.status).toBe(304);
   });
+
+  it('is also served under the path of CDN_URL, with PUBLIC_BASE_URL as its API base', async () => {
+    const cdn = await startTestServer({
+      CDN_URL: 'https://cdn.example.com/tally/',
+      PUBLIC_BASE_URL: 'https://api.shop.example',
+    });
+    try {
+      const res = await fetch(`${cdn.url}/tally/sdk/v1/service-web.js`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('https://api.shop.example');
+      expect((await fetch(`${cdn.url}/sdk/v1/service-web.js`)).status).toBe(200);
+    } finally {
+      await cdn.close();
+    }
+  });
 });
 
 describe('Web Push key in the website config', () => {

@@ -96,7 +96,12 @@ export function sdkRouter(config: Config, logger: Logger): Router {
   };
 
   const router = Router();
-  router.get('/sdk/v1/service-web.js', serve(3600));
-  router.get('/sdk/service-web.js', serve(300));
+  // A CDN pulling from this server under a path (CDN_URL=https://cdn.example.com/tally) finds the
+  // script under that path too.
+  const cdnPath = config.cdnUrl ? new URL(config.cdnUrl).pathname.replace(/\/+$/, '') : '';
+  for (const prefix of new Set(['', cdnPath])) {
+    router.get(`${prefix}/sdk/v1/service-web.js`, serve(3600));
+    router.get(`${prefix}/sdk/service-web.js`, serve(300));
+  }
   return router;
 }
