@@ -13,6 +13,7 @@ import { dispatch } from './http/dispatch.js';
 import { handlers } from './http/handlers.js';
 import { opsRouter } from './http/ops.js';
 import { openRateLimits } from './http/rate-limit.js';
+import { memoiseRouteCompilation } from './http/route-cache.js';
 import { sdkRouter } from './http/sdk.js';
 import { websiteGate } from './http/website-gate.js';
 import { createLlm } from './llm/index.js';
@@ -41,6 +42,7 @@ export function createApp(deps: AppDeps): Express {
     llm: createLlm(config),
   };
   const { yaml, doc } = loadContract();
+  memoiseRouteCompilation();
   openRateLimits(config, logger);
   const app = express();
   app.disable('x-powered-by');
