@@ -1,19 +1,12 @@
 // Recording events, one at a time or in batches. Everything is checked before anything is stored,
 // so a batch is all or nothing; the writes themselves go through the group-commit Ingestor.
+import type { EventInput } from '@tally/client';
 import { type FieldError, ValidationError } from '../errors.js';
 import type { ServiceContext } from './context.js';
 import type { IngestEvent } from './ingest.js';
 import { checkIdentifier, checkProperties, checkTimestamp } from './limits.js';
 
-export interface EventInput {
-  event_name: string;
-  user_id: string;
-  properties?: Record<string, unknown>;
-  ip?: string;
-  ua?: string;
-  insert_id?: string;
-  timestamp?: string;
-}
+export type { EventInput };
 
 function toIngestEvent(appId: string, input: EventInput, path: string, now: Date, errors: FieldError[]): IngestEvent {
   checkIdentifier(input.user_id, `${path}/user_id`, errors);

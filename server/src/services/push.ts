@@ -1,6 +1,7 @@
 // Push notifications: per-app provider configuration (secrets sealed with SECRET_KEY), sending one
 // notification to one user (static or generated text) with a delivery record per send, and the
 // tracked click link.
+import type { SendPushRequest } from '@tally/client';
 import { AppError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import { composeMessage, finishGenerated } from '../push/composer.js';
@@ -167,14 +168,8 @@ export async function webPushPublicKey(ctx: ServiceContext, appId: string): Prom
 
 // ---- Sending ----
 
-export interface SendInput {
-  user_id: string;
-  title: string;
-  message?: string;
-  prompt?: string;
-  max_characters?: number;
-  action_url?: string;
-}
+/** The body of POST /v1/sendpush, as the contract defines it. */
+export type SendInput = SendPushRequest;
 
 export interface SendResult {
   delivery: DeliveryRow;

@@ -1,5 +1,6 @@
 // User profiles: upsert with property merge, aliases, and renames of the external id. A user's
 // events reference its internal id, so a rename is one row update and history follows it.
+import type { AliasCreate, UserUpsert } from '@tally/client';
 import type { Knex } from 'knex';
 import { ConflictError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
@@ -7,13 +8,7 @@ import { findAlias, findUserByExternalId, findUserById, findUserByIdentifier, ty
 import type { ServiceContext } from './context.js';
 import { checkIdentifier, checkProperties } from './limits.js';
 
-export interface UserInput {
-  user_id: string;
-  email?: string;
-  phone?: string;
-  properties?: Record<string, unknown>;
-  origin?: Record<string, unknown>;
-}
+export type UserInput = UserUpsert;
 
 function refuse(errors: FieldError[], what: string): void {
   if (errors.length > 0)
@@ -83,11 +78,7 @@ export async function upsertUser(
   });
 }
 
-export interface AliasInput {
-  user_id?: string;
-  primary_user_id?: string;
-  alias_id: string;
-}
+export type AliasInput = AliasCreate;
 
 export async function createAlias(ctx: ServiceContext, appId: string, input: AliasInput) {
   const errors: FieldError[] = [];

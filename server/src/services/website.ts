@@ -2,6 +2,7 @@
 // visits (classified human or bot, each also a `page_view` event), custom events, linking an
 // anonymous visitor to a known user, and Web Push subscriptions. Callers have already checked
 // that the request's origin may act for the app.
+import type { VisitRequest } from '@tally/client';
 import { type FieldError, ForbiddenError, ValidationError } from '../errors.js';
 import { uuidv7 } from '../ids.js';
 import type { AppRow } from '../storage/tenancy.js';
@@ -97,17 +98,8 @@ export async function websiteConfig(ctx: ServiceContext, app: AppRow) {
   };
 }
 
-export interface VisitInput {
-  visitor_id: string;
-  visit_url: string;
-  path?: string;
-  referrer?: string;
-  page_title?: string;
-  timestamp?: string;
-  ua?: string;
-  signals?: Record<string, unknown>;
-  advanced_signals?: Record<string, unknown>;
-}
+/** The body of POST /v1/website/visits, as the contract defines it (the app is passed apart). */
+export type VisitInput = Omit<VisitRequest, 'app_id'>;
 
 export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInput, caller: Caller) {
   if (input.advanced_signals !== undefined && !(app.bot_detection === 'advanced' && app.advanced_attested)) {
