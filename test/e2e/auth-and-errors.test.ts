@@ -164,6 +164,14 @@ describe('the error envelope', () => {
     expect(echoed.headers.get('x-request-id')).toBe('trace-123');
   });
 
+  it('answers liveness and readiness probes without credentials', async () => {
+    const live = await fetch(`${server.url}/healthz`);
+    expect([live.status, await live.json()]).toEqual([200, { status: 'ok' }]);
+    const ready = await fetch(`${server.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready', database: server.db.kind });
+  });
+
   it('serves the contract it validates against', async () => {
     const res = await fetch(`${server.url}/openapi.json`);
     expect(res.status).toBe(200);
