@@ -1,7 +1,7 @@
 // Push notifications: per-app provider configuration (secrets sealed with SECRET_KEY), sending one
 // notification to one user (static or generated text) with a delivery record per send, and the
 // tracked click link.
-import type { SendPushRequest } from '@tally/client';
+import type { PushProviderConfigure, SendPushRequest } from '@tally/client';
 import { AppError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import { composeMessage, finishGenerated } from '../push/composer.js';
@@ -25,16 +25,8 @@ import { findUserByIdentifier, type UserRow } from '../storage/users.js';
 import { getApp } from './admin.js';
 import type { ServiceContext } from './context.js';
 
-export interface ProviderInput {
-  provider: ProviderKind;
-  access_token?: string;
-  onesignal_app_id?: string;
-  rest_api_key?: string;
-  webhook_url?: string;
-  webhook_secret?: string;
-  vapid_subject?: string;
-  base_url?: string;
-}
+/** The body of PUT /admin/v1/apps/{app_id}/push-provider, as the contract defines it. */
+export type ProviderInput = PushProviderConfigure;
 
 type InputField = Exclude<keyof ProviderInput, 'provider'>;
 
