@@ -16,11 +16,21 @@ import { type AppRow, insertApp, insertOrganization, type OrganizationRow } from
 
 export const TEST_ADMIN_TOKEN = 'tk_admin_test-token-for-the-suite';
 
+/** This run's database: the shared PostgreSQL one, or a fresh copy of the embedded template. */
 export async function openTestDatabase(): Promise<Database> {
   const target = inject('database');
-  if (target.kind === 'postgres') return openDatabase({ databaseUrl: target.url, migrate: false });
-  const blob = new Blob([fs.readFileSync(target.templatePath)]);
-  return openDatabase({ loadDataDir: blob, migrate: false });
+  const logger = createLogger((process.env.TEST_LOG_LEVEL ?? 'silent') as 'silent');
+  if (target.kind === 'postgres') return openDatabase({ databaseUrl: target.url, migrate: false, logger });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-db-'));
+  fs.cpSync(target.templateDir, dir, { recursive: true });
+  const db = await openDatabase({ dataDir: dir, migrate: false, logger });
+  return {
+    ...db,
+    async close() {
+      await db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 export interface Tenant {
