@@ -1,9 +1,15 @@
-// Checks one SQL statement, parsed by the real PostgreSQL parser (libpg-query), against the
-// sandbox rules: a single SELECT, only the relations `events` and `users` (and the query's own
-// CTEs, in scope), no schema-qualified names, functions and types from allow-lists, no locking
-// clauses, no INTO, no data-changing CTEs. Embedded mode (PGlite) also refuses what no row cap
-// can bound: recursive CTEs, generate_series, regular expressions and joins without a condition.
+// The first layer of the SQL sandbox: a checker over the real PostgreSQL parse tree (libpg-query).
+// It is an allow-list twice over: every node type must be one this file knows, and every field of
+// a node that holds a subtree must be one this file walks, so nothing the parser produces is
+// skipped. Every way of reaching a function is resolved against the function allow-list: calls,
+// field selection (`x.f` and `(expr).f` are calls of f(x) unless f is a known column), operators
+// (allow-listed by name) and casts (allow-listed types, whose input functions are harmless). The
+// statement that runs is printed back from the checked tree (pgsql-deparser), re-parsed and compared
+// with it, so the text PostgreSQL executes is exactly the tree that was checked.
+// Embedded mode (PGlite) also refuses what only a statement timeout could bound: recursive CTEs,
+// generate_series, regular expressions, and joins without an equality between columns.
 import { parse } from 'libpg-query';
+import { deparseSync } from 'pgsql-deparser';
 
 export class SandboxRejection extends Error {}
 
@@ -11,125 +17,175 @@ const reject = (message: string): never => {
   throw new SandboxRejection(message);
 };
 
-const BASE_RELATIONS = ['events', 'users'];
+/** The relations the sandbox offers, with their columns. */
+export const SANDBOX_RELATIONS: Readonly<Record<string, readonly string[]>> = {
+  events: ['id', 'user_id', 'event_name', 'properties', 'created_at'],
+  users: ['id', 'user_id', 'email', 'phone', 'properties', 'origin', 'created_at', 'last_active', 'event_count'],
+};
 
-/** Functions the sandbox allows everywhere (bare or pg_catalog-qualified). */
-const FUNCTIONS = new Set(
-  // aggregates
-  (
-    'count sum avg min max stddev stddev_pop stddev_samp variance var_pop var_samp bool_and bool_or every ' +
-    'string_agg array_agg json_agg jsonb_agg json_object_agg jsonb_object_agg percentile_cont percentile_disc mode ' +
-    'corr covar_pop covar_samp regr_slope regr_intercept ' +
-    // window
-    'row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value ' +
-    // date and time
-    'now date_trunc date_part extract age to_char to_date to_timestamp make_date make_time make_interval ' +
-    'make_timestamp make_timestamptz timezone date_bin justify_days justify_hours justify_interval isfinite ' +
-    'statement_timestamp transaction_timestamp clock_timestamp overlaps ' +
-    // numbers
-    'abs round ceil ceiling floor trunc sign sqrt cbrt power pow exp ln log log10 mod div width_bucket ' +
-    'greatest least pi degrees radians random to_number gcd lcm scale ' +
-    // text
-    'lower upper length char_length character_length octet_length substr trim btrim ltrim rtrim concat concat_ws ' +
-    'replace left right split_part position strpos starts_with initcap reverse md5 format translate ascii chr ' +
-    'quote_literal quote_ident to_hex normalize unaccent ' +
-    // json
-    'jsonb_extract_path jsonb_extract_path_text json_extract_path json_extract_path_text jsonb_typeof json_typeof ' +
-    'jsonb_array_length json_array_length jsonb_array_elements jsonb_array_elements_text json_array_elements ' +
-    'json_array_elements_text jsonb_each jsonb_each_text json_each json_each_text jsonb_object_keys json_object_keys ' +
-    'jsonb_build_object jsonb_build_array json_build_object json_build_array to_jsonb to_json jsonb_strip_nulls ' +
-    'jsonb_pretty jsonb_set jsonb_insert row_to_json ' +
-    // arrays
-    'array_length cardinality unnest array_position array_positions array_to_string string_to_array ' +
-    'array_append array_prepend array_cat array_remove array_lower array_upper ' +
-    // misc
-    'num_nonnulls num_nulls coalesce nullif'
-  ).split(/\s+/),
+const words = (s: string) => new Set(s.trim().split(/\s+/));
+
+/** Functions allowed everywhere (bare or pg_catalog-qualified). None runs SQL text, touches the server or amplifies its input without bound. */
+export const ALLOWED_FUNCTIONS = words(`
+  count sum avg min max stddev stddev_pop stddev_samp variance var_pop var_samp bool_and bool_or every any_value
+  string_agg array_agg json_agg jsonb_agg json_object_agg jsonb_object_agg percentile_cont percentile_disc mode
+  corr covar_pop covar_samp regr_slope regr_intercept regr_count regr_r2
+  row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value
+  now date_trunc date_part extract age to_char to_date to_timestamp make_date make_time make_interval
+  make_timestamp make_timestamptz timezone date_bin justify_days justify_hours justify_interval isfinite
+  statement_timestamp transaction_timestamp clock_timestamp overlaps
+  abs round ceil ceiling floor trunc sign sqrt cbrt power pow exp ln log log10 mod div width_bucket
+  pi degrees radians random to_number gcd lcm scale min_scale trim_scale
+  lower upper length char_length character_length octet_length bit_length substr trim btrim ltrim rtrim
+  concat concat_ws replace left right split_part position strpos starts_with initcap reverse md5 translate
+  ascii chr quote_literal quote_ident quote_nullable to_hex normalize is_normalized overlay
+  jsonb_extract_path jsonb_extract_path_text json_extract_path json_extract_path_text jsonb_typeof json_typeof
+  jsonb_array_length json_array_length jsonb_array_elements jsonb_array_elements_text json_array_elements
+  json_array_elements_text jsonb_each jsonb_each_text json_each json_each_text jsonb_object_keys json_object_keys
+  jsonb_build_object jsonb_build_array json_build_object json_build_array to_jsonb to_json jsonb_strip_nulls
+  jsonb_pretty jsonb_set jsonb_insert row_to_json
+  array_length cardinality unnest array_position array_positions array_to_string string_to_array
+  array_append array_prepend array_cat array_remove array_replace array_lower array_upper
+  num_nonnulls num_nulls
+`);
+
+/** Allowed on PostgreSQL, where a statement timeout bounds them; refused in embedded mode. */
+export const UNBOUNDED_FUNCTIONS = words(`
+  generate_series regexp_replace regexp_match regexp_matches regexp_like regexp_count regexp_instr regexp_substr
+  regexp_split_to_table regexp_split_to_array substring similar_to_escape
+`);
+
+/** Output columns of the set-returning functions above that return rows (OUT parameters). */
+const FUNCTION_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  jsonb_each: ['key', 'value'],
+  jsonb_each_text: ['key', 'value'],
+  json_each: ['key', 'value'],
+  json_each_text: ['key', 'value'],
+  jsonb_array_elements: ['value'],
+  jsonb_array_elements_text: ['value'],
+  json_array_elements: ['value'],
+  json_array_elements_text: ['value'],
+};
+/** Set-returning functions of one unnamed column: in FROM it is named after the alias, else the function. */
+const SCALAR_SET_FUNCTIONS = words(
+  'unnest generate_series regexp_split_to_table regexp_matches jsonb_object_keys json_object_keys',
 );
 
-/** Allowed on PostgreSQL (bounded by the statement timeout), refused in embedded mode. */
-const UNBOUNDED_FUNCTIONS = new Set([
-  'generate_series',
-  'regexp_replace',
-  'regexp_match',
-  'regexp_matches',
-  'regexp_like',
-  'regexp_count',
-  'regexp_instr',
-  'regexp_substr',
-  'regexp_split_to_table',
-  'regexp_split_to_array',
-  'substring',
-  'similar_to_escape',
-]);
+/**
+ * Names of functions that run SQL text, touch the server or change settings. They are never on the
+ * allow-list; this list also refuses them in field-selection position (`x.name`) whatever the
+ * checker believes the columns of x to be, as a second guard.
+ */
+const FORBIDDEN_NAMES = words(`
+  ts_stat ts_rewrite query_to_xml query_to_xmlschema query_to_xml_and_xmlschema cursor_to_xml cursor_to_xmlschema
+  table_to_xml table_to_xmlschema table_to_xml_and_xmlschema schema_to_xml schema_to_xmlschema
+  schema_to_xml_and_xmlschema database_to_xml database_to_xmlschema database_to_xml_and_xmlschema
+  set_config current_setting pg_sleep pg_sleep_for pg_sleep_until pg_read_file pg_read_binary_file pg_ls_dir
+  pg_stat_file pg_cancel_backend pg_terminate_backend pg_reload_conf lo_import lo_export dblink
+  pg_advisory_lock pg_advisory_xact_lock pg_try_advisory_lock pg_advisory_lock_shared pg_notify
+`);
 
-const TYPES = new Set(
-  (
-    'text varchar char bpchar name int2 int4 int8 smallint integer int bigint numeric decimal float4 float8 real ' +
-    'double bool boolean date time timetz timestamp timestamptz interval json jsonb uuid'
-  ).split(' '),
-);
+/** Operators by name; each resolves to a built-in function of its operand types. */
+const OPERATORS = words(`
+  = <> != < > <= >= + - * / % ^ || |/ ||/ @ & | # << >> ~~ !~~ ~~* !~~* -> ->> #> #>> @> <@ ? ?| ?& && #-
+`);
+const REGEX_OPERATORS = words('~ ~* !~ !~*');
 
-const REGEX_OPERATORS = new Set(['~', '~*', '!~', '!~*', '~~~']);
+/** Types a value may be cast to (and arrays of them). Their input functions only parse text. */
+const TYPES = words(`
+  text varchar char bpchar int2 int4 int8 smallint integer int bigint numeric decimal float4 float8 real
+  bool boolean date time timetz timestamp timestamptz interval json jsonb uuid
+`);
 
-const SQL_VALUE_FUNCTIONS = new Set([
-  'SVFOP_CURRENT_DATE',
-  'SVFOP_CURRENT_TIME',
-  'SVFOP_CURRENT_TIME_N',
-  'SVFOP_CURRENT_TIMESTAMP',
-  'SVFOP_CURRENT_TIMESTAMP_N',
-  'SVFOP_LOCALTIME',
-  'SVFOP_LOCALTIME_N',
-  'SVFOP_LOCALTIMESTAMP',
-  'SVFOP_LOCALTIMESTAMP_N',
-]);
+const SQL_VALUE_FUNCTIONS = words(`
+  SVFOP_CURRENT_DATE SVFOP_CURRENT_TIME SVFOP_CURRENT_TIME_N SVFOP_CURRENT_TIMESTAMP SVFOP_CURRENT_TIMESTAMP_N
+  SVFOP_LOCALTIME SVFOP_LOCALTIME_N SVFOP_LOCALTIMESTAMP SVFOP_LOCALTIMESTAMP_N
+`);
 
-/** Expression nodes that carry no behaviour of their own; their children are checked. */
-const PLAIN_NODES = new Set([
-  'ColumnRef',
-  'A_Const',
-  'A_Star',
-  'String',
-  'Integer',
-  'Float',
-  'Boolean',
-  'BitString',
-  'BoolExpr',
-  'NullTest',
-  'BooleanTest',
-  'CaseExpr',
-  'CaseWhen',
-  'CoalesceExpr',
-  'MinMaxExpr',
-  'A_ArrayExpr',
-  'A_Indirection',
-  'A_Indices',
-  'RowExpr',
-  'SortBy',
-  'ResTarget',
-  'WindowDef',
-  'GroupingSet',
-  'GroupingFunc',
-  'NamedArgExpr',
-  'List',
-]);
+/** Deeper expressions than this are refused (a nested query this deep is an attack, not a question). */
+const MAX_DEPTH = 200;
 
 type Json = Record<string, unknown>;
-type Scope = ReadonlySet<string>;
 
 export interface CheckOptions {
   /** Embedded mode: refuse what only a statement timeout could bound. */
   embedded: boolean;
 }
 
-const names = (list: unknown): string[] =>
-  ((list as Json[] | undefined) ?? []).map((n) => ((n.String as Json | undefined)?.sval as string) ?? '');
+/** A FROM item visible by name: its output columns, or null when they cannot be known statically. */
+interface Item {
+  columns: ReadonlySet<string> | null;
+}
+
+class Scope {
+  readonly items = new Map<string, Item>();
+  readonly ctes = new Map<string, ReadonlySet<string> | null>();
+  constructor(readonly parent: Scope | null) {}
+
+  item(name: string): Item | undefined {
+    return this.items.get(name) ?? this.parent?.item(name);
+  }
+
+  /** The same scope without its FROM items: what a subquery in FROM that is not LATERAL sees. */
+  withoutItems(): Scope {
+    const s = new Scope(this.parent);
+    for (const [k, v] of this.ctes) s.ctes.set(k, v);
+    return s;
+  }
+
+  cte(name: string): ReadonlySet<string> | null | undefined {
+    if (this.ctes.has(name)) return this.ctes.get(name);
+    return this.parent?.cte(name);
+  }
+}
+
+const sval = (n: unknown): string | undefined => ((n as Json | undefined)?.String as Json | undefined)?.sval as string;
+const names = (list: unknown): string[] => ((list as unknown[] | undefined) ?? []).map((n) => sval(n) ?? '');
+const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** The only node of a wrapped `{Type: {...}}` value. */
+function unwrap(value: unknown, where: string): [string, Json] {
+  if (!isObject(value)) return reject(`Unexpected ${where} in the query.`);
+  const keys = Object.keys(value);
+  if (keys.length !== 1 || !/^[A-Z]/.test(keys[0]!)) return reject(`Unexpected ${where} in the query.`);
+  return [keys[0]!, value[keys[0]!] as Json];
+}
 
 /**
- * Parses `sql` and checks it. Returns the statement's own text (without a trailing semicolon).
+ * Refuses any field holding a subtree (object or array) that is not listed: the checker must
+ * never skip a part of the tree it does not understand. Scalar fields (locations, flags, enum
+ * names) carry no code.
+ */
+function onlyFields(node: Json, kind: string, allowed: readonly string[]): void {
+  for (const [key, value] of Object.entries(node)) {
+    if (value !== null && typeof value === 'object' && !allowed.includes(key)) {
+      reject(`${kind} with ${key} is not allowed in the sandbox.`);
+    }
+  }
+}
+
+/**
+ * Parses `sql` and checks it. Returns the statement to run, printed from the checked tree.
  * Throws SandboxRejection with a reason written for the caller.
  */
 export async function checkSandboxSql(sql: string, options: CheckOptions): Promise<string> {
+  const stmt = await parseOne(sql);
+  new Checker(options).statement(stmt);
+  let printed: string;
+  try {
+    printed = deparseSync(stmt, { pretty: false });
+  } catch {
+    return reject('The query uses syntax the sandbox cannot print back safely; simplify it.');
+  }
+  // What runs must be exactly what was checked: the printed text parses to the same tree.
+  const reparsed = await parseOne(printed).catch(() => null);
+  if (!reparsed || JSON.stringify(withoutLocations(reparsed)) !== JSON.stringify(withoutLocations(stmt))) {
+    return reject('The query uses syntax the sandbox cannot print back safely; simplify it.');
+  }
+  return printed;
+}
+
+async function parseOne(sql: string): Promise<Json> {
   let parsed: Awaited<ReturnType<typeof parse>>;
   try {
     parsed = await parse(sql);
@@ -139,15 +195,21 @@ export async function checkSandboxSql(sql: string, options: CheckOptions): Promi
   const stmts = parsed.stmts ?? [];
   if (stmts.length === 0) return reject('The query is empty.');
   if (stmts.length > 1) return reject('Send one statement only; this query has several.');
-  const { stmt, stmt_location, stmt_len } = stmts[0] as { stmt: Json; stmt_location?: number; stmt_len?: number };
+  const stmt = (stmts[0] as { stmt: Json }).stmt;
   const kind = Object.keys(stmt)[0]!;
   if (kind !== 'SelectStmt') return reject(`Only SELECT queries are allowed; this is ${describeStatement(kind)}.`);
-  new Checker(options).select(stmt.SelectStmt as Json, new Set(BASE_RELATIONS));
-  const start = stmt_location ?? 0;
-  // stmt_len is in bytes of UTF-8; slice the bytes so multibyte text stays aligned.
-  const bytes = Buffer.from(sql, 'utf8');
-  const text = bytes.subarray(start, stmt_len ? start + stmt_len : bytes.length).toString('utf8');
-  return text.trim().replace(/;+\s*$/, '');
+  return stmt;
+}
+
+function withoutLocations(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutLocations);
+  if (!isObject(value)) return value;
+  const out: Json = {};
+  for (const key of Object.keys(value).sort()) {
+    if (/location$|list_(start|end)$|^stmt_len$/.test(key)) continue;
+    out[key] = withoutLocations(value[key]);
+  }
+  return out;
 }
 
 function describeStatement(kind: string): string {
@@ -161,7 +223,7 @@ function describeStatement(kind: string): string {
 const mentionsColumn = (v: unknown): boolean =>
   Array.isArray(v)
     ? v.some(mentionsColumn)
-    : v !== null && typeof v === 'object' && ('ColumnRef' in v || Object.values(v).some(mentionsColumn));
+    : isObject(v) && ('ColumnRef' in v || Object.values(v).some(mentionsColumn));
 
 /** True when the condition is, or is an AND of terms including, `<column expr> = <column expr>`. */
 function hasColumnEquality(quals: Json): boolean {
@@ -173,79 +235,177 @@ function hasColumnEquality(quals: Json): boolean {
   );
 }
 
+/** The bare name of a function, or a rejection for a schema other than pg_catalog. */
+function functionName(funcname: unknown): string {
+  const parts = names(funcname).map((p) => p.toLowerCase());
+  if (parts.length > 2 || (parts.length === 2 && parts[0] !== 'pg_catalog')) {
+    reject(`Schema-qualified function names are not allowed (${parts.join('.')}).`);
+  }
+  return parts[parts.length - 1] ?? '';
+}
+
 class Checker {
+  private depth = 0;
   constructor(private readonly options: CheckOptions) {}
 
-  select(node: Json, outer: Scope): void {
-    if (node.intoClause) reject('SELECT INTO is not allowed: the sandbox cannot create tables.');
-    if (node.lockingClause) reject('Locking clauses (FOR UPDATE, FOR SHARE) are not allowed.');
-    const scope = new Set(outer);
-    const withClause = node.withClause as Json | undefined;
-    if (withClause) {
-      const ctes = ((withClause.ctes as Json[]) ?? []).map((c) => c.CommonTableExpr as Json);
-      const recursive = withClause.recursive === true;
-      if (recursive && this.options.embedded) {
-        reject('Recursive CTEs are refused in embedded mode, where no statement timeout can stop them.');
-      }
-      const all = new Set([...outer, ...ctes.map((c) => String(c.ctename))]);
-      for (const cte of ctes) {
-        const query = cte.ctequery as Json;
-        const kind = Object.keys(query)[0]!;
-        if (kind !== 'SelectStmt') reject(`Data-changing CTEs are not allowed (${describeStatement(kind)} in WITH).`);
-        this.select(query.SelectStmt as Json, recursive ? all : scope);
-        scope.add(String(cte.ctename));
-      }
-    }
-    for (const key of ['larg', 'rarg'] as const) {
-      if (node[key]) this.select(node[key] as Json, scope);
-    }
-    const from = (node.fromClause as Json[] | undefined) ?? [];
-    if (this.options.embedded) {
-      const relations = from.filter((f) => f.RangeVar || (f.RangeSubselect && !(f.RangeSubselect as Json).lateral));
-      if (relations.length > 1) {
-        reject(
-          'In embedded mode, join relations with JOIN ... ON (a comma-separated FROM is a join without a condition).',
-        );
-      }
-    }
-    for (const item of from) this.fromItem(item, scope);
-    for (const key of [
-      'targetList',
-      'whereClause',
-      'groupClause',
-      'havingClause',
-      'windowClause',
-      'sortClause',
-      'limitCount',
-      'limitOffset',
-      'distinctClause',
-      'valuesLists',
-    ]) {
-      if (node[key] !== undefined) this.expr(node[key], scope);
+  statement(stmt: Json): void {
+    this.select(stmt.SelectStmt as Json, new Scope(null));
+  }
+
+  private deeper<T>(fn: () => T): T {
+    if (++this.depth > MAX_DEPTH) reject('The query is nested too deeply.');
+    try {
+      return fn();
+    } finally {
+      this.depth--;
     }
   }
 
-  fromItem(item: Json, scope: Scope): void {
-    const kind = Object.keys(item)[0]!;
-    const node = item[kind] as Json;
+  /** Checks a SELECT and returns its output column names (null where unknowable). */
+  select(node: Json, outer: Scope): ReadonlySet<string> | null {
+    return this.deeper(() => {
+      onlyFields(node, 'SELECT', [
+        'withClause',
+        'larg',
+        'rarg',
+        'fromClause',
+        'targetList',
+        'whereClause',
+        'groupClause',
+        'havingClause',
+        'windowClause',
+        'sortClause',
+        'limitCount',
+        'limitOffset',
+        'distinctClause',
+        'valuesLists',
+      ]);
+      const scope = new Scope(outer);
+      if (node.withClause) this.withClause(node.withClause as Json, scope);
+      if (node.larg || node.rarg) {
+        const columns = this.select(node.larg as Json, scope);
+        this.select(node.rarg as Json, scope);
+        for (const key of ['sortClause', 'limitCount', 'limitOffset'] as const) {
+          if (node[key] !== undefined) this.expr(node[key], scope);
+        }
+        return columns;
+      }
+      const from = (node.fromClause as unknown[] | undefined) ?? [];
+      if (this.options.embedded) {
+        const relations = from.filter((f) => {
+          const [kind, n] = unwrap(f, 'FROM item');
+          return kind === 'RangeVar' || kind === 'JoinExpr' || (kind === 'RangeSubselect' && !n.lateral);
+        });
+        if (relations.length > 1) {
+          reject(
+            'In embedded mode, join relations with JOIN ... ON (a comma-separated FROM is a join without a condition).',
+          );
+        }
+      }
+      for (const item of from) this.fromItem(item, scope);
+      for (const key of [
+        'targetList',
+        'whereClause',
+        'groupClause',
+        'havingClause',
+        'windowClause',
+        'sortClause',
+        'limitCount',
+        'limitOffset',
+      ]) {
+        if (node[key] !== undefined) this.expr(node[key], scope);
+      }
+      // DISTINCT alone is a list holding one empty object; DISTINCT ON lists expressions.
+      const distinct = ((node.distinctClause as unknown[]) ?? []).filter(
+        (d) => !isObject(d) || Object.keys(d).length > 0,
+      );
+      this.expr(distinct, scope);
+      if (node.valuesLists) {
+        const rows = node.valuesLists as unknown[];
+        for (const row of rows) this.expr(row, scope);
+        const width = ((unwrap(rows[0], 'VALUES row')[1].items as unknown[]) ?? []).length;
+        return new Set(Array.from({ length: width }, (_, i) => `column${i + 1}`));
+      }
+      return this.outputColumns((node.targetList as unknown[]) ?? [], scope);
+    });
+  }
+
+  private withClause(withClause: Json, scope: Scope): void {
+    onlyFields(withClause, 'WITH', ['ctes']);
+    const recursive = withClause.recursive === true;
+    if (recursive && this.options.embedded) {
+      reject('Recursive CTEs are refused in embedded mode, where no statement timeout can stop them.');
+    }
+    const ctes = ((withClause.ctes as unknown[]) ?? []).map((c) => {
+      const [kind, cte] = unwrap(c, 'WITH item');
+      if (kind !== 'CommonTableExpr') reject(`${kind} is not allowed in WITH.`);
+      onlyFields(cte, 'WITH', ['ctequery', 'aliascolnames']);
+      return cte;
+    });
+    // A recursive CTE can see itself (and later ones); columns come from its column list when given.
+    if (recursive) for (const cte of ctes) scope.ctes.set(String(cte.ctename), columnList(cte.aliascolnames));
+    for (const cte of ctes) {
+      const [kind, query] = unwrap(cte.ctequery, 'WITH query');
+      if (kind !== 'SelectStmt') reject(`Data-changing CTEs are not allowed (${describeStatement(kind)} in WITH).`);
+      const columns = this.select(query, scope);
+      scope.ctes.set(String(cte.ctename), columnList(cte.aliascolnames) ?? columns);
+    }
+  }
+
+  private fromItem(value: unknown, scope: Scope): void {
+    const [kind, node] = unwrap(value, 'FROM item');
     switch (kind) {
       case 'RangeVar': {
+        onlyFields(node, 'A table reference', ['alias']);
         const relname = String(node.relname);
         if (node.schemaname || node.catalogname) {
           reject(
             `Schema-qualified names are not allowed (${[node.catalogname, node.schemaname, relname].filter(Boolean).join('.')}); use events or users.`,
           );
         }
-        if (!scope.has(relname)) reject(`Unknown relation "${relname}": the sandbox only has events and users.`);
+        const cte = scope.cte(relname);
+        const base = SANDBOX_RELATIONS[relname];
+        if (cte === undefined && !base) {
+          reject(`Unknown relation "${relname}": the sandbox only has events and users.`);
+        }
+        const columns = cte !== undefined ? cte : new Set(base);
+        this.bind(scope, node.alias as Json | undefined, relname, columns);
         return;
       }
-      case 'RangeSubselect':
-        this.select((node.subquery as Json).SelectStmt as Json, scope);
+      case 'RangeSubselect': {
+        onlyFields(node, 'A subquery in FROM', ['subquery', 'alias']);
+        const [sub, query] = unwrap(node.subquery, 'subquery');
+        if (sub !== 'SelectStmt') reject(`${sub} is not allowed in FROM.`);
+        // A LATERAL subquery sees the items before it; any other only the enclosing query's.
+        const columns = this.select(query, node.lateral ? scope : scope.withoutItems());
+        this.bind(scope, node.alias as Json | undefined, undefined, columns);
         return;
-      case 'RangeFunction':
-        this.expr(node.functions, scope);
+      }
+      case 'RangeFunction': {
+        onlyFields(node, 'A function in FROM', ['functions', 'alias']);
+        const functions = (node.functions as unknown[]) ?? [];
+        const alias = node.alias as Json | undefined;
+        let columns: Set<string> | null = null;
+        functions.forEach((f, i) => {
+          const [listKind, list] = unwrap(f, 'function in FROM');
+          const [call, coldefs] = (listKind === 'List' ? (list.items as unknown[]) : []) ?? [];
+          if (isObject(coldefs) && Object.keys(coldefs).length > 0) {
+            reject('Column definition lists on functions in FROM are not allowed.');
+          }
+          const [callKind, fn] = unwrap(call, 'function in FROM');
+          if (callKind !== 'FuncCall') reject(`${callKind} is not allowed in FROM.`);
+          this.funcCall(fn, scope);
+          if (functions.length !== 1 || i !== 0) return; // ROWS FROM(several): columns not tracked
+          const name = functionName(fn.funcname);
+          if (FUNCTION_COLUMNS[name]) columns = new Set(FUNCTION_COLUMNS[name]);
+          else if (SCALAR_SET_FUNCTIONS.has(name)) columns = new Set([alias ? String(alias.aliasname) : name]);
+        });
+        if (columns && node.ordinality) (columns as Set<string>).add('ordinality');
+        this.bind(scope, alias, undefined, columns);
         return;
+      }
       case 'JoinExpr': {
+        onlyFields(node, 'A join', ['larg', 'rarg', 'quals', 'usingClause', 'alias', 'join_using_alias']);
         const hasCondition = node.quals !== undefined || node.usingClause !== undefined || node.isNatural === true;
         if (!hasCondition && this.options.embedded) {
           reject('Joins without a condition (CROSS JOIN) are refused in embedded mode; use JOIN ... ON.');
@@ -253,8 +413,10 @@ class Checker {
         if (this.options.embedded && node.quals !== undefined && !hasColumnEquality(node.quals as Json)) {
           reject('In embedded mode a join needs an equality between columns (JOIN ... ON a.x = b.y).');
         }
-        this.fromItem(node.larg as Json, scope);
-        this.fromItem(node.rarg as Json, scope);
+        if (node.alias || node.join_using_alias) reject('Aliases on a whole join are not allowed; alias each table.');
+        this.fromItem(node.larg, scope);
+        this.fromItem(node.rarg, scope);
+        for (const n of names(node.usingClause)) if (!n) reject('Unexpected USING list.');
         if (node.quals !== undefined) this.expr(node.quals, scope);
         return;
       }
@@ -263,93 +425,351 @@ class Checker {
     }
   }
 
+  private bind(
+    scope: Scope,
+    alias: Json | undefined,
+    relname: string | undefined,
+    columns: ReadonlySet<string> | null,
+  ) {
+    if (alias) onlyFields(alias, 'An alias', ['colnames']);
+    const name = alias ? String(alias.aliasname) : relname;
+    const renamed = alias ? columnList(alias.colnames) : null;
+    if (name) scope.items.set(name, { columns: renamed ?? columns });
+  }
+
+  /** Output column names of a target list: explicit aliases, else the names PostgreSQL gives. */
+  private outputColumns(targets: unknown[], scope: Scope): ReadonlySet<string> | null {
+    const out = new Set<string>();
+    for (const t of targets) {
+      const [, target] = unwrap(t, 'target');
+      if (target.name) {
+        out.add(String(target.name));
+        continue;
+      }
+      const [kind, val] = unwrap(target.val, 'target');
+      const fields = kind === 'ColumnRef' ? ((val.fields as unknown[]) ?? []) : [];
+      const last = fields[fields.length - 1];
+      if (isObject(last) && 'A_Star' in last) {
+        // `*` or `x.*`: every column of the items in view (an unknown item makes the result unknown).
+        const items = fields.length === 1 ? [...scope.items.values()] : [scope.item(sval(fields[0]) ?? '')];
+        for (const item of items) {
+          if (!item?.columns) return null;
+          for (const c of item.columns) out.add(c);
+        }
+      } else out.add(figureColumnName(target.val));
+    }
+    return out;
+  }
+
   expr(value: unknown, scope: Scope): void {
+    if (value === undefined || value === null) return;
     if (Array.isArray(value)) {
       for (const v of value) this.expr(v, scope);
       return;
     }
-    if (value === null || typeof value !== 'object') return;
-    const obj = value as Json;
-    const keys = Object.keys(obj);
-    if (keys.length === 1 && /^[A-Z]/.test(keys[0]!)) {
-      this.node(keys[0]!, obj[keys[0]!] as Json, scope);
-      return;
-    }
-    // An unwrapped struct (a typed field such as `over` or `typeName`): check its fields.
-    for (const [k, v] of Object.entries(obj)) {
-      if (k === 'typeName') this.typeName(v as Json);
-      else this.expr(v, scope);
-    }
+    const [kind, node] = unwrap(value, 'expression');
+    this.deeper(() => this.node(kind, node, scope));
   }
 
-  node(kind: string, node: Json, scope: Scope): void {
+  private node(kind: string, node: Json, scope: Scope): void {
     switch (kind) {
-      case 'SelectStmt':
-        this.select(node, scope);
+      case 'ResTarget':
+        onlyFields(node, kind, ['val']);
+        this.expr(node.val, scope);
         return;
-      case 'SubLink':
-        if (node.testexpr) this.expr(node.testexpr, scope);
-        this.select((node.subselect as Json).SelectStmt as Json, scope);
+      case 'ColumnRef':
+        this.columnRef(node, scope);
         return;
-      case 'FuncCall':
-        this.func(node);
-        for (const key of ['args', 'agg_order', 'agg_filter', 'over']) {
-          if (node[key] !== undefined) this.expr(node[key], scope);
-        }
+      case 'A_Const':
+        onlyFields(node, kind, ['ival', 'fval', 'sval', 'boolval', 'bsval']);
         return;
       case 'TypeCast':
-        this.typeName(node.typeName as Json);
+        onlyFields(node, kind, ['arg', 'typeName']);
+        this.typeName(node.typeName as Json, scope);
         this.expr(node.arg, scope);
         return;
+      case 'FuncCall':
+        this.funcCall(node, scope);
+        return;
+      case 'A_Expr':
+        this.aExpr(node, scope);
+        return;
+      case 'BoolExpr':
+      case 'CoalesceExpr':
+      case 'MinMaxExpr':
+      case 'RowExpr':
+        onlyFields(node, kind, ['args', 'colnames']);
+        if (node.colnames) reject('Named row constructors are not allowed.');
+        this.expr(node.args, scope);
+        return;
+      case 'NullTest':
+      case 'BooleanTest':
+        onlyFields(node, kind, ['arg']);
+        this.expr(node.arg, scope);
+        return;
+      case 'CaseExpr':
+        onlyFields(node, kind, ['arg', 'args', 'defresult']);
+        this.expr(node.arg, scope);
+        this.expr(node.args, scope);
+        this.expr(node.defresult, scope);
+        return;
+      case 'CaseWhen':
+        onlyFields(node, kind, ['expr', 'result']);
+        this.expr(node.expr, scope);
+        this.expr(node.result, scope);
+        return;
+      case 'A_ArrayExpr':
+        onlyFields(node, kind, ['elements']);
+        this.expr(node.elements, scope);
+        return;
+      case 'A_Indirection':
+        this.indirection(node, scope);
+        return;
+      case 'SubLink': {
+        onlyFields(node, kind, ['testexpr', 'operName', 'subselect']);
+        for (const op of names(node.operName)) this.operator(op);
+        this.expr(node.testexpr, scope);
+        const [sub, query] = unwrap(node.subselect, 'subquery');
+        if (sub !== 'SelectStmt') reject(`${sub} is not allowed in a subquery.`);
+        this.select(query, scope);
+        return;
+      }
       case 'SQLValueFunction':
         if (!SQL_VALUE_FUNCTIONS.has(String(node.op))) {
           reject(`${String(node.op).replace('SVFOP_', '').toLowerCase()} is not allowed in the sandbox.`);
         }
         return;
-      case 'A_Expr': {
-        const op = names(node.name);
-        if (op.length > 1) reject('Schema-qualified operators are not allowed.');
-        if (this.options.embedded && (node.kind === 'AEXPR_SIMILAR' || REGEX_OPERATORS.has(op[0] ?? ''))) {
-          reject(
-            'Regular expressions are refused in embedded mode, where no statement timeout can stop them; use LIKE.',
-          );
-        }
-        if (node.lexpr !== undefined) this.expr(node.lexpr, scope);
-        if (node.rexpr !== undefined) this.expr(node.rexpr, scope);
+      case 'CollateClause': {
+        onlyFields(node, kind, ['arg', 'collname']);
+        if (names(node.collname).length !== 1) reject('Schema-qualified collations are not allowed.');
+        this.expr(node.arg, scope);
         return;
       }
-      case 'CollateClause':
+      case 'SortBy': {
+        onlyFields(node, kind, ['node', 'useOp']);
+        for (const op of names(node.useOp)) this.operator(op);
+        this.expr(node.node, scope);
+        return;
+      }
+      case 'WindowDef':
+        this.windowDef(node, scope);
+        return;
+      case 'GroupingSet':
+        onlyFields(node, kind, ['content']);
+        this.expr(node.content, scope);
+        return;
+      case 'GroupingFunc':
+        onlyFields(node, kind, ['args']);
+        this.expr(node.args, scope);
+        return;
+      case 'NamedArgExpr':
+        onlyFields(node, kind, ['arg']);
         this.expr(node.arg, scope);
+        return;
+      case 'List':
+        onlyFields(node, kind, ['items']);
+        this.expr(node.items, scope);
         return;
       case 'ParamRef':
         reject('Parameters ($1) are not allowed: write the values into the query.');
         return;
+      case 'SelectStmt':
+        this.select(node, scope);
+        return;
       default:
-        if (!PLAIN_NODES.has(kind)) reject(`${kind} is not allowed in the sandbox.`);
-        for (const v of Object.values(node)) this.expr(v, scope);
+        reject(`${kind} is not allowed in the sandbox.`);
     }
   }
 
-  func(node: Json): void {
-    const parts = names(node.funcname);
-    const name = parts[parts.length - 1]!.toLowerCase();
-    const qualified = parts.length > 2 || (parts.length === 2 && parts[0] !== 'pg_catalog');
-    if (qualified) reject(`Schema-qualified function names are not allowed (${parts.join('.')}).`);
-    if (FUNCTIONS.has(name)) return;
+  /**
+   * A column reference. One name is a column (PostgreSQL never reads it as a call). `x.y` is a call
+   * of y(x) unless y is a column of the FROM item x, so it must be one. Longer names are refused.
+   */
+  private columnRef(node: Json, scope: Scope): void {
+    onlyFields(node, 'ColumnRef', ['fields']);
+    const fields = (node.fields as unknown[]) ?? [];
+    const star = (f: unknown) => isObject(f) && 'A_Star' in f;
+    if (fields.length === 1) return;
+    if (fields.length === 2) {
+      const rel = sval(fields[0]);
+      if (rel === undefined) reject('Unexpected column reference.');
+      const item = scope.item(rel!);
+      if (!item) reject(`"${rel}" is not a table of this query; qualify columns with a table name or alias.`);
+      if (star(fields[1])) return;
+      const column = sval(fields[1]);
+      if (column !== undefined && FORBIDDEN_NAMES.has(column.toLowerCase()))
+        reject(`"${rel}.${column}" is not allowed.`);
+      if (column !== undefined && item!.columns?.has(column)) return;
+      reject(
+        item!.columns
+          ? `"${rel}" has no column "${column}" (it has ${[...item!.columns].join(', ')}).`
+          : `The columns of "${rel}" cannot be checked; give it a column list (AS ${rel}(a, b)).`,
+      );
+    }
+    reject(`Names with more than two parts (${fields.map((f) => sval(f) ?? '*').join('.')}) are not allowed.`);
+  }
+
+  /** `(expr)[i]`, `(expr).*`, and `(f(x)).column` for set-returning functions with known columns. */
+  private indirection(node: Json, scope: Scope): void {
+    onlyFields(node, 'A_Indirection', ['arg', 'indirection']);
+    const steps = (node.indirection as unknown[]) ?? [];
+    steps.forEach((step, i) => {
+      const [kind, s] = unwrap(step, 'subscript');
+      if (kind === 'A_Indices') {
+        onlyFields(s, kind, ['lidx', 'uidx']);
+        this.expr(s.lidx, scope);
+        this.expr(s.uidx, scope);
+        return;
+      }
+      if (kind === 'A_Star') return;
+      if (kind === 'String' && i === 0) {
+        const [argKind, arg] = unwrap(node.arg, 'expression');
+        const field = String(s.sval);
+        if (FORBIDDEN_NAMES.has(field.toLowerCase())) reject(`Field selection .${field} is not allowed.`);
+        if (argKind === 'FuncCall' && FUNCTION_COLUMNS[functionName(arg.funcname)]?.includes(field)) return;
+        if (argKind === 'ColumnRef') {
+          const f = (arg.fields as unknown[]) ?? [];
+          const item = f.length === 1 ? scope.item(sval(f[0]) ?? '') : undefined;
+          if (item?.columns?.has(field)) return;
+        }
+      }
+      reject('Field selection (expression).name is not allowed here; select the column directly.');
+    });
+    this.expr(node.arg, scope);
+  }
+
+  funcCall(node: Json, scope: Scope): void {
+    onlyFields(node, 'FuncCall', ['funcname', 'args', 'agg_order', 'agg_filter', 'over']);
+    const name = functionName(node.funcname);
     if (UNBOUNDED_FUNCTIONS.has(name)) {
       if (this.options.embedded) {
         reject(`${name}() is refused in embedded mode, where no statement timeout can stop a runaway query.`);
       }
-      return;
+    } else if (!ALLOWED_FUNCTIONS.has(name)) {
+      reject(`The function ${name}() is not allowed in the sandbox.`);
     }
-    reject(`The function ${name}() is not allowed in the sandbox.`);
+    this.expr(node.args, scope);
+    this.expr(node.agg_order, scope);
+    this.expr(node.agg_filter, scope);
+    if (node.over !== undefined) this.windowDef(node.over as Json, scope);
   }
 
-  typeName(t: Json): void {
-    const parts = names(t.names);
-    const name = parts[parts.length - 1]!.toLowerCase();
+  private windowDef(node: Json, scope: Scope): void {
+    onlyFields(node, 'WindowDef', ['partitionClause', 'orderClause', 'startOffset', 'endOffset']);
+    this.expr(node.partitionClause, scope);
+    this.expr(node.orderClause, scope);
+    this.expr(node.startOffset, scope);
+    this.expr(node.endOffset, scope);
+  }
+
+  private aExpr(node: Json, scope: Scope): void {
+    onlyFields(node, 'A_Expr', ['name', 'lexpr', 'rexpr']);
+    const op = names(node.name);
+    if (op.length !== 1) reject('Schema-qualified operators are not allowed.');
+    if (node.kind === 'AEXPR_SIMILAR') this.regex();
+    else if (
+      !['AEXPR_BETWEEN', 'AEXPR_NOT_BETWEEN', 'AEXPR_BETWEEN_SYM', 'AEXPR_NOT_BETWEEN_SYM'].includes(String(node.kind))
+    ) {
+      // A prefix `~` is bitwise NOT, not a regular expression.
+      if (node.lexpr === undefined && op[0] === '~') {
+        /* bitwise not */
+      } else this.operator(op[0]!);
+    }
+    this.expr(node.lexpr, scope);
+    this.expr(node.rexpr, scope);
+  }
+
+  private operator(op: string): void {
+    if (REGEX_OPERATORS.has(op)) {
+      this.regex();
+      return;
+    }
+    if (!OPERATORS.has(op)) reject(`The operator ${op} is not allowed in the sandbox.`);
+  }
+
+  private regex(): void {
+    if (this.options.embedded) {
+      reject('Regular expressions are refused in embedded mode, where no statement timeout can stop them; use LIKE.');
+    }
+  }
+
+  private typeName(t: Json, scope: Scope): void {
+    onlyFields(t, 'A type', ['names', 'typmods', 'arrayBounds']);
+    if (t.setof || t.pct_type) reject('SETOF and %TYPE are not allowed.');
+    const parts = names(t.names).map((p) => p.toLowerCase());
+    const name = parts[parts.length - 1] ?? '';
     if (parts.length > 2 || (parts.length === 2 && parts[0] !== 'pg_catalog') || !TYPES.has(name)) {
       reject(`Casting to ${parts.join('.')} is not allowed in the sandbox.`);
     }
+    for (const m of (t.typmods as unknown[]) ?? []) {
+      const [kind] = unwrap(m, 'type modifier');
+      if (kind !== 'A_Const') reject('Type modifiers must be numbers.');
+    }
+    for (const b of (t.arrayBounds as unknown[]) ?? []) {
+      const [kind] = unwrap(b, 'array bound');
+      if (kind !== 'Integer') reject('Unexpected array bound.');
+    }
+    void scope;
+  }
+}
+
+function columnList(list: unknown): ReadonlySet<string> | null {
+  const cols = names(list);
+  return cols.length > 0 ? new Set(cols) : null;
+}
+
+/** The name PostgreSQL gives an unnamed output column (FigureColnameInternal in parse_target.c). */
+function figureColumnName(value: unknown): string {
+  if (!isObject(value)) return '?column?';
+  const [kind, node] = Object.entries(value)[0] as [string, Json];
+  switch (kind) {
+    case 'ColumnRef': {
+      const fields = (node.fields as unknown[]) ?? [];
+      return sval(fields[fields.length - 1]) ?? '?column?';
+    }
+    case 'A_Indirection': {
+      const steps = (node.indirection as unknown[]) ?? [];
+      for (let i = steps.length - 1; i >= 0; i--) {
+        const name = sval(steps[i]);
+        if (name !== undefined) return name;
+      }
+      return figureColumnName(node.arg);
+    }
+    case 'FuncCall':
+      return names(node.funcname).pop() ?? '?column?';
+    case 'A_Expr':
+      return node.kind === 'AEXPR_NULLIF' ? 'nullif' : '?column?';
+    case 'TypeCast': {
+      const inner = figureColumnName(node.arg);
+      return inner !== '?column?' ? inner : (names((node.typeName as Json)?.names).pop() ?? '?column?');
+    }
+    case 'CollateClause':
+      return figureColumnName(node.arg);
+    case 'CaseExpr':
+      return 'case';
+    case 'A_ArrayExpr':
+      return 'array';
+    case 'RowExpr':
+      return 'row';
+    case 'CoalesceExpr':
+      return 'coalesce';
+    case 'MinMaxExpr':
+      return node.op === 'IS_LEAST' ? 'least' : 'greatest';
+    case 'SubLink':
+      if (node.subLinkType === 'EXISTS_SUBLINK') return 'exists';
+      if (node.subLinkType === 'ARRAY_SUBLINK') return 'array';
+      if (node.subLinkType === 'EXPR_SUBLINK') {
+        const first = (((node.subselect as Json)?.SelectStmt as Json)?.targetList as unknown[] | undefined)?.[0];
+        const target = (first as Json | undefined)?.ResTarget as Json | undefined;
+        if (target) return target.name ? String(target.name) : figureColumnName(target.val);
+      }
+      return '?column?';
+    case 'SQLValueFunction':
+      return String(node.op)
+        .replace(/^SVFOP_/, '')
+        .replace(/_N$/, '')
+        .toLowerCase();
+    default:
+      return '?column?';
   }
 }
