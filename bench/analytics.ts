@@ -55,6 +55,7 @@ export async function benchAnalytics(adminUrl: string, options = { users: 10_000
       clock,
       ingestor: new Ingestor(database.knex, logger),
       llm: null,
+      sandbox: database.sandbox,
     };
     const org = await insertOrganization(database.knex, { id: uuidv7(), name: 'Bench' });
     const app = await insertApp(database.knex, { id: uuidv7(), organization_id: org.id, name: 'Bench app' });

@@ -40,6 +40,7 @@ export function createApp(deps: AppDeps): Express {
     clock: deps.clock ?? (() => new Date()),
     ingestor: deps.ingestor,
     llm: createLlm(config),
+    sandbox: database.sandbox,
   };
   const { yaml, doc } = loadContract();
   memoiseRouteCompilation();

@@ -2,7 +2,7 @@
 // `migrate`, which works on the database directly. See docs/cli.md for the reference.
 import { Command } from 'commander';
 import { registerEngagementCommands } from './cli/engagement.js';
-import { registerMigrateCommand } from './cli/migrate.js';
+import { registerMigrateCommand, registerSandboxSqlCommand } from './cli/migrate.js';
 import { CliError } from './cli/runtime.js';
 import { registerTenancyCommands } from './cli/tenancy.js';
 
@@ -14,6 +14,7 @@ export function buildProgram(): Command {
   registerTenancyCommands(program);
   registerEngagementCommands(program);
   registerMigrateCommand(program);
+  registerSandboxSqlCommand(program);
   return program;
 }
 

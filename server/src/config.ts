@@ -39,6 +39,7 @@ const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('127.0.0.1'),
   DATABASE_URL: z.string().url().optional(),
+  SANDBOX_DATABASE_URL: z.string().url().optional(),
   DATA_DIR: z.string().default('./.data'),
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
   PUBLIC_BASE_URL: z.string().url().optional(),
@@ -52,6 +53,7 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().default('production'),
   ANALYTICS_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  EMBEDDED_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
 });
 
 export interface Config {
@@ -59,6 +61,8 @@ export interface Config {
   readonly host: string;
   /** PostgreSQL connection string; when absent the embedded PGlite database in dataDir is used. */
   readonly databaseUrl: string | undefined;
+  /** How the SQL sandbox logs in to PostgreSQL; by default the sandbox role Tally sets up. */
+  readonly sandboxDatabaseUrl: string | undefined;
   readonly dataDir: string;
   readonly adminToken: string | undefined;
   readonly publicBaseUrl: string | undefined;
@@ -71,6 +75,8 @@ export interface Config {
   readonly logLevel: string;
   /** Statement timeout of POST /v1/analytics/query, in milliseconds (PostgreSQL only). */
   readonly analyticsQueryTimeoutMs: number;
+  /** Time cap of every sandbox query in embedded mode, where the query is stopped by restarting the database thread. */
+  readonly embeddedQueryTimeoutMs: number;
   /** Validate responses against the contract and fail on drift (tests); otherwise drift is logged. */
   readonly strictResponses: boolean;
 }
@@ -90,6 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
+    sandboxDatabaseUrl: e.SANDBOX_DATABASE_URL,
     dataDir: path.resolve(e.DATA_DIR),
     adminToken: e.ADMIN_TOKEN,
     publicBaseUrl: e.PUBLIC_BASE_URL,
@@ -100,6 +107,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretKey: e.SECRET_KEY,
     logLevel: e.LOG_LEVEL,
     analyticsQueryTimeoutMs: e.ANALYTICS_QUERY_TIMEOUT_MS,
+    embeddedQueryTimeoutMs: e.EMBEDDED_QUERY_TIMEOUT_MS,
     strictResponses: e.NODE_ENV === 'test',
   });
 }

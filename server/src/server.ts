@@ -26,7 +26,13 @@ export async function startServer(
   options: { database?: Database; clock?: () => Date; writeCredentialsFile?: boolean } = {},
 ): Promise<RunningServer> {
   const database =
-    options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+    options.database ??
+    (await openDatabase({
+      databaseUrl: config.databaseUrl,
+      sandboxDatabaseUrl: config.sandboxDatabaseUrl,
+      dataDir: config.dataDir,
+      logger,
+    }));
   let credentials: Credentials | null = null;
   try {
     credentials = await bootstrapIfEmpty(database.knex, config.adminToken);
@@ -38,6 +44,8 @@ export async function startServer(
     if (!options.database) await database.close();
     throw err;
   }
+  // Set the SQL sandbox up (PostgreSQL) before taking traffic: its first setup alters tables.
+  await database.sandbox.confinement();
   const ingestor = new Ingestor(database.knex, logger);
   const app = createApp({ config, database, logger, clock: options.clock, ingestor });
   const server = await new Promise<Server>((resolve, reject) => {

@@ -4,6 +4,7 @@
 // and "the next bucket" are whole periods. Bot traffic is excluded everywhere.
 import { ValidationError } from '../errors.js';
 import type { ServiceContext } from '../services/context.js';
+import { QueryTimeoutError } from './sandbox.js';
 import { addDays, addUnits, isCalendarDate, label, localDate, truncate, type Unit } from './time.js';
 
 export type MetricName = 'dau' | 'mau' | 'retention' | 'revenue' | 'arpu' | 'conversion' | 'churn';
@@ -105,9 +106,18 @@ const inRange = (column = 'created_at') =>
   `${column} >= (?::timestamp at time zone ?) and ${column} < (?::timestamp at time zone ?)`;
 const bucketKey = (unit: Unit) => `to_char(date_trunc('${unit}', created_at at time zone ?), 'YYYY-MM-DD HH24:MI')`;
 
+/** Runs a metric query under the analytics statement timeout (a runaway range cannot hold a connection). */
 async function rows<T>(ctx: ServiceContext, sql: string, bindings: unknown[]): Promise<T[]> {
-  const result = await ctx.db.raw(sql, bindings as never[]);
-  return result.rows as T[];
+  const timeoutMs = ctx.config.analyticsQueryTimeoutMs;
+  try {
+    return await ctx.db.transaction(async (trx) => {
+      await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+      return (await trx.raw(sql, bindings as never[])).rows as T[];
+    });
+  } catch (err) {
+    if ((err as { code?: string }).code === '57014') throw new QueryTimeoutError(timeoutMs);
+    throw err;
+  }
 }
 
 // Events carrying revenue; written like the partial index events_app_revenue_time (migration 004)

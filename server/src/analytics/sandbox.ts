@@ -1,35 +1,40 @@
-// The SQL sandbox: runs one checked SELECT over two relations restricted to one app,
+// The SQL sandbox: runs one SELECT over two relations restricted to one app,
 //   events(id, user_id, event_name, properties, created_at)   (bot traffic excluded)
 //   users(id, user_id, email, phone, properties, origin, created_at, last_active, event_count)
-// (user_id is the external id in both). The caller's statement is wrapped by CTEs of those names
-// that read the real tables filtered by the app id, bound as a parameter. It runs in a READ ONLY
-// transaction with a statement timeout, under the NOLOGIN role `tally_sandbox` when the database
-// lets us switch to it, and with a row cap. Embedded mode (PGlite) enforces no timeout, so there
-// the checker refuses unbounded constructs and the planner's cost estimate is checked first.
-import type { Knex } from 'knex';
-import type pg from 'pg';
+// (user_id is the external id in both). Its layers, each meant to hold on its own
+// (docs/security.md): (1) the checker (sandbox-check.ts), whose printed tree is what runs;
+// (2) on PostgreSQL, the confined database role (storage/sandbox-role.ts, storage/sandbox.ts);
+// (3) resources: per-key concurrency (here), a statement timeout (PostgreSQL) or a time cap that
+// restarts the embedded worker, and caps on rows and bytes.
 import { AppError } from '../errors.js';
 import type { ServiceContext } from '../services/context.js';
+import { EMBEDDED_MAX_COST, QueryTooExpensive, SandboxTimeout, SandboxUnavailable } from '../storage/sandbox.js';
 import { checkSandboxSql, SandboxRejection } from './sandbox-check.js';
 
-export const SANDBOX_ROLE = 'tally_sandbox';
 export const DEFAULT_ROW_CAP = 10_000;
-/** Above this planner cost, embedded mode refuses to run a query (PGlite does roughly 150,000 cost units a second). */
-export const EMBEDDED_MAX_COST = 500_000;
+export const DEFAULT_BYTE_CAP = 4 * 1024 * 1024;
+/** Sandbox queries of one key: at most this many run at once, and this many more wait. */
+export const MAX_RUNNING_PER_KEY = 2;
+export const MAX_WAITING_PER_KEY = 8;
 
 export interface SandboxOptions {
   timeoutMs: number;
   rowCap?: number;
+  byteCap?: number;
+  /** Whose concurrency this query counts against (the API key's id); the app id when absent. */
+  owner?: string;
 }
 
 export interface SandboxResult {
   rows: Record<string, unknown>[];
   truncated: boolean;
-  /** The statement that was checked and run (the caller's SELECT, inside the sandbox's CTEs). */
+  /** The statement that was checked and run. */
   sql: string;
   /** Column names, in order (also for an empty result). */
   columns: string[];
 }
+
+type SandboxContext = Pick<ServiceContext, 'sandbox' | 'logger'> & { config?: ServiceContext['config'] };
 
 export class QueryRejectedError extends AppError {
   constructor(message: string) {
@@ -42,100 +47,110 @@ export class QueryTimeoutError extends AppError {
     super(
       400,
       'QUERY_TIMEOUT',
-      `The query ran longer than ${timeoutMs} ms and was cancelled. Narrow it down (a shorter time range, fewer joins) and try again.`,
+      `The query ran longer than ${timeoutMs} ms and was stopped. Narrow it down (a shorter time range, fewer joins) and try again.`,
     );
   }
 }
 
-const EVENTS_CTE = `events AS NOT MATERIALIZED (
-  SELECT e.id, u.external_id AS user_id, e.event_name, e.properties, e.created_at
-  FROM public.events e LEFT JOIN public.users u ON u.id = e.user_id
-  WHERE e.app_id = $1::uuid AND NOT e.is_bot
-)`;
-const USERS_CTE = `users AS NOT MATERIALIZED (
-  SELECT id, external_id AS user_id, email, phone, properties, origin, created_at, last_active, event_count
-  FROM public.users WHERE app_id = $1::uuid
-)`;
+let checkerOff = false;
 
-const isEmbedded = (db: Knex) => db.client.constructor.name === 'PgliteDialect';
+/**
+ * Test code only: turns the checker off, to prove what the database layer alone allows. There is
+ * no environment variable or setting for this, and it refuses to work outside tests.
+ */
+export function disableSandboxCheckerForTests(off: boolean): void {
+  if (process.env.NODE_ENV !== 'test' || !process.env.VITEST) {
+    throw new Error('The sandbox checker can only be switched off by the test suite.');
+  }
+  checkerOff = off;
+}
 
 /**
  * Checks and runs caller- or LLM-written SQL for one app. Throws QUERY_REJECTED (400) for a
  * statement the sandbox refuses and QUERY_TIMEOUT (400) when it runs out of time.
  */
 export async function runSandboxedQuery(
-  ctx: Pick<ServiceContext, 'db' | 'logger'>,
+  ctx: SandboxContext,
   appId: string,
   sql: string,
   options: SandboxOptions,
 ): Promise<SandboxResult> {
-  const embedded = isEmbedded(ctx.db);
-  let statement: string;
-  try {
-    statement = await checkSandboxSql(sql, { embedded });
-  } catch (err) {
-    if (err instanceof SandboxRejection) throw new QueryRejectedError(err.message);
-    throw err;
+  let statement = sql;
+  if (!checkerOff) {
+    try {
+      statement = await checkSandboxSql(sql, { embedded: ctx.sandbox.embedded });
+    } catch (err) {
+      if (err instanceof SandboxRejection) throw new QueryRejectedError(err.message);
+      throw err;
+    }
   }
-  return runOverRelations(ctx, appId, statement, [], options);
+  return execute(ctx, appId, statement, [], options, false);
 }
 
 /**
- * Runs trusted SQL (written by Tally itself, e.g. compiled from natural language) over the same
- * relations, with the same limits. `$1` is the app id; the statement's own parameters start at $2.
+ * Runs SQL Tally wrote itself (compiled from natural language, audiences) over the same relations,
+ * with the same limits. `$1` is the app id; the statement's own parameters start at $2.
  */
-export async function runOverRelations(
-  ctx: Pick<ServiceContext, 'db' | 'logger'>,
+export function runOverRelations(
+  ctx: SandboxContext,
   appId: string,
   statement: string,
   params: unknown[],
   options: SandboxOptions,
 ): Promise<SandboxResult> {
-  const embedded = isEmbedded(ctx.db);
+  return execute(ctx, appId, statement, params, options, true);
+}
+
+async function execute(
+  ctx: SandboxContext,
+  appId: string,
+  statement: string,
+  params: unknown[],
+  options: SandboxOptions,
+  trusted: boolean,
+): Promise<SandboxResult> {
   const rowCap = options.rowCap ?? DEFAULT_ROW_CAP;
-  // The caller's statement becomes a subquery under our WITH (PostgreSQL keeps its order); the
-  // newline ends any trailing line comment, and the outer LIMIT fetches one row past the cap.
-  const text = `WITH ${EVENTS_CTE},\n${USERS_CTE}\nSELECT * FROM (\n${statement}\n) AS sandbox_result LIMIT ${rowCap + 1}`;
-  const values = [appId, ...params];
-  const conn = (await ctx.db.client.acquireConnection()) as pg.Client;
-  let open = false;
-  try {
-    if (embedded) await refreshStatistics(ctx.db, conn);
-    await conn.query('BEGIN TRANSACTION READ ONLY');
-    open = true;
-    await conn.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(options.timeoutMs))}`);
-    if (await sandboxRoleUsable(ctx.db, conn)) await conn.query(`SET LOCAL ROLE ${SANDBOX_ROLE}`);
-    if (embedded) {
-      const plan = await conn.query({ text: `EXPLAIN (FORMAT JSON) ${text}`, values });
-      const plans = plan.rows[0]?.['QUERY PLAN'] as { Plan?: { 'Total Cost'?: number } }[] | undefined;
-      const cost = Number(plans?.[0]?.Plan?.['Total Cost']);
-      if (!(cost <= EMBEDDED_MAX_COST)) {
-        throw new QueryRejectedError(
-          `The query is too expensive for embedded mode (planner cost ${Math.round(cost)}, limit ${EMBEDDED_MAX_COST}). Filter it further (a time range, an event name) or run Tally on PostgreSQL.`,
-        );
-      }
+  const timeoutMs = ctx.sandbox.embedded
+    ? Math.min(options.timeoutMs, ctx.config?.embeddedQueryTimeoutMs ?? options.timeoutMs)
+    : options.timeoutMs;
+  const result = await withConcurrencyLimit(options.owner ?? appId, async () => {
+    try {
+      return await ctx.sandbox.run({
+        appId,
+        statement,
+        params,
+        trusted,
+        timeoutMs,
+        rowCap,
+        byteCap: options.byteCap ?? DEFAULT_BYTE_CAP,
+      });
+    } catch (err) {
+      throw translate(err, timeoutMs);
     }
-    const result = await conn.query({ text, values, rowMode: 'array' });
-    await conn.query('COMMIT');
-    open = false;
-    const columns = uniqueNames(result.fields.map((f) => f.name));
-    const all = result.rows as unknown[][];
-    const truncated = all.length > rowCap;
-    const convert = result.fields.map((f) => converter(f.dataTypeID));
-    const rows = (truncated ? all.slice(0, rowCap) : all).map((r) =>
-      Object.fromEntries(columns.map((c, i) => [c, r[i] === null ? null : convert[i]!(r[i])])),
-    );
-    return { rows, truncated, sql: statement, columns };
-  } catch (err) {
-    if (open) await conn.query('ROLLBACK').catch(() => undefined);
-    throw translate(err, options.timeoutMs);
-  } finally {
-    await ctx.db.client.releaseConnection(conn);
-  }
+  });
+  const columns = uniqueNames(result.fields.map((f) => f.name));
+  const convert = result.fields.map((f) => converter(f.dataTypeID));
+  const rows = result.rows.map((r) =>
+    Object.fromEntries(columns.map((c, i) => [c, r[i] === null ? null : convert[i]!(r[i])])),
+  );
+  return { rows, truncated: result.truncated, sql: statement, columns };
 }
 
 function translate(err: unknown, timeoutMs: number): unknown {
   if (err instanceof AppError) return err;
+  if (err instanceof SandboxTimeout) return new QueryTimeoutError(timeoutMs);
+  if (err instanceof QueryTooExpensive) {
+    return new QueryRejectedError(
+      `The query is too expensive for embedded mode (planner cost ${err.cost}, limit ${EMBEDDED_MAX_COST}). Filter it further (a time range, an event name) or run Tally on PostgreSQL.`,
+    );
+  }
+  if (err instanceof SandboxUnavailable) {
+    return new AppError(
+      503,
+      'SERVICE_UNAVAILABLE',
+      'SQL queries are switched off on this server until its operator sets up the SQL sandbox (docs/security.md). Questions in plain words still work.',
+    );
+  }
   const e = err as { code?: string; message?: string };
   if (e?.code === '57014') return new QueryTimeoutError(timeoutMs);
   // Errors PostgreSQL raises for the statement itself (syntax, unknown column, bad cast, read-only,
@@ -146,38 +161,44 @@ function translate(err: unknown, timeoutMs: number): unknown {
   return err;
 }
 
-const analyzedAt = new WeakMap<Knex, number>();
-const ANALYZE_EVERY_MS = 10 * 60_000;
+interface Lane {
+  running: number;
+  waiting: (() => void)[];
+}
+const lanes = new Map<string, Lane>();
 
 /**
- * PGlite runs no autovacuum, so without this the planner's estimates (and the cost check) would
- * rest on no statistics at all. Refreshed at most every ten minutes.
+ * At most MAX_RUNNING_PER_KEY queries of one key run at once and MAX_WAITING_PER_KEY wait; beyond
+ * that, 429. These caps protect the server and stay on when rate limits are off.
  */
-async function refreshStatistics(db: Knex, conn: pg.Client): Promise<void> {
-  const last = analyzedAt.get(db);
-  if (last !== undefined && Date.now() - last < ANALYZE_EVERY_MS) return;
-  await conn.query('ANALYZE public.events, public.users');
-  analyzedAt.set(db, Date.now());
-}
-
-const roleUsable = new WeakMap<Knex, boolean>();
-
-/** Whether `SET ROLE tally_sandbox` works on this database (migration 004 creates it when it can). */
-async function sandboxRoleUsable(db: Knex, conn: pg.Client): Promise<boolean> {
-  const known = roleUsable.get(db);
-  if (known !== undefined) return known;
-  let usable = false;
-  await conn.query('SAVEPOINT sandbox_role_probe');
-  try {
-    await conn.query(`SET LOCAL ROLE ${SANDBOX_ROLE}`);
-    await conn.query('SELECT 1 FROM public.events WHERE false');
-    usable = true;
-  } catch {
-    usable = false;
+async function withConcurrencyLimit<T>(owner: string, fn: () => Promise<T>): Promise<T> {
+  let lane = lanes.get(owner);
+  if (!lane) {
+    lane = { running: 0, waiting: [] };
+    lanes.set(owner, lane);
   }
-  await conn.query('ROLLBACK TO SAVEPOINT sandbox_role_probe');
-  roleUsable.set(db, usable);
-  return usable;
+  if (lane.running >= MAX_RUNNING_PER_KEY) {
+    if (lane.waiting.length >= MAX_WAITING_PER_KEY) {
+      throw new AppError(
+        429,
+        'RATE_LIMIT_EXCEEDED',
+        `Too many SQL queries at once from this key: ${lane.running} are running and ${lane.waiting.length} are waiting. Wait for some to finish.`,
+        { reason: 'concurrency', running: lane.running, waiting: lane.waiting.length },
+      );
+    }
+    await new Promise<void>((resolve) => lane!.waiting.push(resolve));
+  } else lane.running++;
+  try {
+    return await fn();
+  } finally {
+    const next = lane.waiting.shift();
+    if (next)
+      next(); // the slot passes to the next waiting query
+    else {
+      lane.running--;
+      if (lane.running === 0) lanes.delete(owner);
+    }
+  }
 }
 
 function uniqueNames(names: string[]): string[] {
@@ -190,7 +211,6 @@ function uniqueNames(names: string[]): string[] {
 }
 
 // Result values as JSON-friendly types: numbers for int8/numeric when they fit, dates as text.
-// (pg's per-query `types` option hangs on the embedded driver, so values are converted here.)
 const INT8 = 20;
 const NUMERIC = 1700;
 const DATE = 1082;

@@ -1,5 +1,7 @@
-// `tally migrate`: runs the migrations against DATABASE_URL or the embedded database in DATA_DIR
-// directly (no server involved) and exits. The embedded lock refuses it while a server runs there.
+// Commands that work on the database directly (no server involved): `tally migrate` runs the
+// migrations against DATABASE_URL or the embedded database in DATA_DIR and exits (the embedded
+// lock refuses it while a server runs there); `tally sandbox-sql` prints the one-time SQL a
+// superuser runs when Tally's own PostgreSQL role may not set up the SQL sandbox itself.
 import type { Command } from 'commander';
 import { CliError, cliConfig, type GlobalOptions, print, withGlobalOptions } from './runtime.js';
 
@@ -41,6 +43,41 @@ export function registerMigrateCommand(program: Command): void {
       );
     } finally {
       await db.close();
+    }
+  });
+}
+
+export function registerSandboxSqlCommand(program: Command): void {
+  withGlobalOptions(
+    program
+      .command('sandbox-sql')
+      .summary("print the SQL that sets up the SQL sandbox's PostgreSQL role")
+      .description(
+        "Print the SQL a superuser runs once, connected to Tally's database, when Tally's own role (DATABASE_URL) " +
+          'is not allowed to set up the SQL sandbox itself: a login role without rights, row-level security, and no ' +
+          'EXECUTE on functions that run SQL text or touch the server. Run `tally migrate` first. Then set ' +
+          'SANDBOX_DATABASE_URL as the output says. See docs/security.md.',
+      ),
+  ).action(async (opts: GlobalOptions) => {
+    const config = cliConfig();
+    if (!config.databaseUrl) throw new CliError('Set DATABASE_URL: the embedded database has no roles to set up.');
+    const { default: knexModule } = await import('knex');
+    const { newSandboxPassword, sandboxRoleName, sandboxSetupScript } = await import('../storage/sandbox-role.js');
+    const knex = knexModule({ client: 'pg', connection: config.databaseUrl, pool: { min: 0, max: 1 } });
+    try {
+      const { rows } = await knex.raw('SELECT current_database() AS db, current_user AS me');
+      const password = newSandboxPassword();
+      const url = new URL(config.databaseUrl);
+      url.username = sandboxRoleName(rows[0].db);
+      url.password = password;
+      const sql = sandboxSetupScript(rows[0].db, rows[0].me, password);
+      print(
+        opts,
+        { sql, sandbox_database_url: url.toString() },
+        `${sql}-- Then start Tally with SANDBOX_DATABASE_URL=${url.toString()}`,
+      );
+    } finally {
+      await knex.destroy();
     }
   });
 }

@@ -1,9 +1,10 @@
-// What every service receives: the database, the configuration, a logger, a clock and the
-// event writer.
+// What every service receives: the database, the configuration, a logger, a clock, the event
+// writer, the language model and the sandbox executor.
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Llm } from '../llm/index.js';
+import type { SandboxDatabase } from '../storage/sandbox.js';
 import type { Ingestor } from './ingest.js';
 
 export interface ServiceContext {
@@ -16,4 +17,6 @@ export interface ServiceContext {
   readonly ingestor: Ingestor;
   /** The configured language model, or null: callers then use their built-in engines. */
   readonly llm: Llm | null;
+  /** Runs SQL over the sandbox relations (analytics/sandbox.ts is the way in). */
+  readonly sandbox: SandboxDatabase;
 }

@@ -1,34 +1,47 @@
 // Opens the database: PostgreSQL when a connection string is given, otherwise the embedded PGlite
-// database in the data directory. Both are used through knex with the same migrations and SQL.
+// database in the data directory, run in a worker thread (storage/embedded). Both are used through
+// knex with the same migrations and SQL, and both come with the executor of sandbox queries.
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import knexModule, { type Knex } from 'knex';
+import type { Logger } from 'pino';
+import { EmbeddedHost } from './embedded/host.js';
 import { type DataDirLock, lockDataDir } from './lock.js';
 import { runMigrations } from './migrations/index.js';
 import { createPgliteKnex } from './pglite-client.js';
+import { embeddedSandbox, postgresSandbox, type SandboxDatabase } from './sandbox.js';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 
 export interface Database {
   readonly knex: Knex;
   readonly kind: DatabaseKind;
-  /** The PGlite instance in embedded mode (tests dump it as a template). */
-  readonly pglite?: PGlite;
+  /** Runs SQL over the sandbox relations (caller SQL once checked, and Tally's own). */
+  readonly sandbox: SandboxDatabase;
+  /** The embedded database's worker (embedded mode only). */
+  readonly embedded?: EmbeddedHost;
   close(): Promise<void>;
 }
 
 export interface OpenOptions {
   databaseUrl?: string;
+  /** PostgreSQL: how the sandbox logs in (default: the sandbox role Tally sets up, on databaseUrl). */
+  sandboxDatabaseUrl?: string;
   /** Directory of the embedded database (':memory:' keeps it in memory); ignored when databaseUrl is set. */
   dataDir?: string;
-  /** Embedded only: start from this dumped data directory (a tarball) in memory. */
-  loadDataDir?: Blob;
   /** Run migrations after opening (default true). */
   migrate?: boolean;
+  logger?: Logger;
+}
+
+/** knex's own warnings (a connection it discards, for instance) go to our log, not the console. */
+export function knexLog(logger: Logger | undefined): Knex.Config['log'] {
+  const to = (level: 'debug' | 'warn') => (message: unknown) =>
+    logger?.[level]({ knex: String(message) }, 'database driver');
+  return { warn: to('debug'), error: to('warn'), deprecate: to('debug'), debug: to('debug') };
 }
 
 export async function openDatabase(options: OpenOptions): Promise<Database> {
-  const db = options.databaseUrl ? openPostgres(options.databaseUrl) : await openPglite(options);
+  const db = options.databaseUrl ? openPostgres(options) : await openPglite(options);
   if (options.migrate !== false) {
     try {
       await runMigrations(db.knex);
@@ -40,40 +53,51 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
   return db;
 }
 
-function openPostgres(databaseUrl: string): Database {
+function openPostgres(options: OpenOptions): Database {
+  const databaseUrl = options.databaseUrl!;
   const knex = knexModule({
     client: 'pg',
     connection: databaseUrl,
     pool: { min: 0, max: 10 },
+    log: knexLog(options.logger),
   });
-  return { knex, kind: 'postgres', close: () => knex.destroy() };
+  const sandbox = postgresSandbox(knex, databaseUrl, options.sandboxDatabaseUrl, options.logger);
+  return {
+    knex,
+    kind: 'postgres',
+    sandbox,
+    async close() {
+      await sandbox.close();
+      await knex.destroy();
+    },
+  };
 }
 
 async function openPglite(options: OpenOptions): Promise<Database> {
   let lock: DataDirLock | undefined;
-  let pglite: PGlite;
-  if (options.loadDataDir) {
-    pglite = await PGlite.create({ loadDataDir: options.loadDataDir });
-  } else if (options.dataDir === ':memory:') {
-    pglite = await PGlite.create();
+  let host: EmbeddedHost;
+  if (options.dataDir === ':memory:') {
+    host = new EmbeddedHost(undefined, options.logger);
   } else {
     const dataDir = options.dataDir ?? './.data';
     lock = lockDataDir(dataDir);
-    try {
-      pglite = await PGlite.create({ dataDir: path.join(dataDir, 'pgdata') });
-    } catch (err) {
-      lock.release();
-      throw err;
-    }
+    host = new EmbeddedHost(path.resolve(dataDir, 'pgdata'), options.logger);
   }
-  const knex = createPgliteKnex(pglite);
+  try {
+    await host.start();
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
+  const knex = createPgliteKnex(host, knexLog(options.logger));
   return {
     knex,
     kind: 'pglite',
-    pglite,
+    sandbox: embeddedSandbox(knex, host),
+    embedded: host,
     async close() {
       await knex.destroy();
-      await pglite.close();
+      await host.close();
       lock?.release();
     },
   };

@@ -1,0 +1,133 @@
+// The sandbox's resource layer, by the order in which answers arrive (never by milliseconds):
+// per-key concurrency (2 running, 8 waiting, then 429 with reason "concurrency"), and that slow
+// sandbox queries do not stall the rest of the service. Slow queries come from the test-only
+// switch that turns the checker off, and end at the statement timeout or time cap.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { disableSandboxCheckerForTests } from '../../server/src/analytics/sandbox.js';
+import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
+
+let server: TestServer;
+let tenant: Tenant;
+let other: Tenant;
+const embedded = !process.env.TEST_DATABASE_URL;
+/** Runs until the statement timeout (PostgreSQL) or the time cap (embedded) stops it; the planner
+ * estimates an endless recursive CTE as cheap, so the embedded cost check lets it through. */
+const SLOW = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r';
+
+beforeAll(async () => {
+  server = await startTestServer({ ANALYTICS_QUERY_TIMEOUT_MS: '3000', EMBEDDED_QUERY_TIMEOUT_MS: '3000' });
+  tenant = await server.createTenant();
+  other = await server.createTenant();
+  disableSandboxCheckerForTests(true);
+});
+afterAll(async () => {
+  disableSandboxCheckerForTests(false);
+  await server?.close();
+});
+
+/** Records the order in which things finish. */
+function recorder() {
+  const order: string[] = [];
+  const track = <T>(name: string, p: Promise<T>) =>
+    p.then((v) => {
+      order.push(name);
+      return v;
+    });
+  return { order, track };
+}
+
+const sandbox = (t: Tenant, sql: string) =>
+  fetch(`${server.url}/v1/analytics/query`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ app_id: t.app.id, query: sql }),
+  }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
+
+describe.runIf(!embedded)('PostgreSQL', () => {
+  it('runs 2 slow queries of one key, queues 8, refuses 2; others are answered meanwhile', async () => {
+    const { order, track } = recorder();
+    const slow = Array.from({ length: 12 }, (_, i) => track(`slow-${i}`, sandbox(tenant, SLOW)));
+    // give the twelve time to reach the server before the others are sent
+    await new Promise((r) => setTimeout(r, 300));
+    const health = track('healthz', fetch(`${server.url}/healthz`));
+    const event = track(
+      'other-tenant-event',
+      other.client.eventsTrack({ body: { user_id: 'x', event_name: 'meanwhile' } }),
+    );
+    const results = await Promise.all(slow);
+    expect((await health).status).toBe(200);
+    expect((await event).response.status).toBe(200);
+
+    const refused = results.filter((r) => r.status === 429);
+    const timedOut = results.filter((r) => r.status === 400);
+    expect(refused).toHaveLength(2);
+    expect(timedOut).toHaveLength(10);
+    for (const r of timedOut) expect(r.body.code).toBe('QUERY_TIMEOUT');
+    for (const r of refused) {
+      expect(r.body).toMatchObject({
+        code: 'RATE_LIMIT_EXCEEDED',
+        details: { reason: 'concurrency', running: 2, waiting: 8 },
+      });
+    }
+    const firstSlowDone = order.findIndex(
+      (n) => results[Number(n.split('-')[1])]?.status === 400 && n.startsWith('slow'),
+    );
+    expect(order.indexOf('healthz')).toBeLessThan(firstSlowDone);
+    expect(order.indexOf('other-tenant-event')).toBeLessThan(firstSlowDone);
+    // the refusals came back before any query finished
+    for (const [i, r] of results.entries()) {
+      if (r.status === 429) expect(order.indexOf(`slow-${i}`)).toBeLessThan(firstSlowDone);
+    }
+  }, 60_000);
+});
+
+describe.runIf(!embedded)('metric queries (PostgreSQL)', () => {
+  it('stops a metric query at the analytics statement timeout', async () => {
+    const quick = await startTestServer({ ANALYTICS_QUERY_TIMEOUT_MS: '1' });
+    try {
+      const t = await quick.createTenant();
+      await t.client.eventsTrackBatch({
+        body: { events: Array.from({ length: 100 }, (_, i) => ({ user_id: `m-${i}`, event_name: 'x' })) },
+      });
+      const { error, response } = await t.client.analyticsMetrics({
+        query: {
+          app_id: t.app.id,
+          metric: 'mau',
+          granularity: 'day',
+          start_date: '2001-01-01',
+          end_date: '2025-01-01',
+        },
+      });
+      expect(response.status).toBe(400);
+      expect(error).toMatchObject({ code: 'QUERY_TIMEOUT' });
+    } finally {
+      await quick.close();
+    }
+  });
+});
+
+describe.runIf(embedded)('embedded', () => {
+  it('answers /healthz during a sandbox query, and queues other work behind the running query only', async () => {
+    const { order, track } = recorder();
+    const first = track('first', sandbox(tenant, SLOW));
+    await new Promise((r) => setTimeout(r, 300));
+    // a second sandbox query (another key) waits in the sandbox queue, behind the first
+    const second = track('second', sandbox(other, SLOW));
+    await new Promise((r) => setTimeout(r, 100));
+    const health = track('healthz', fetch(`${server.url}/healthz`));
+    const event = track(
+      'event',
+      other.client.eventsTrack({ body: { user_id: 'meanwhile', event_name: 'during_sandbox_query' } }),
+    );
+    const [a, b] = await Promise.all([first, second]);
+    expect((await health).status).toBe(200);
+    const ack = await event;
+    expect(ack.response.status).toBe(200);
+    expect([a.body.code, b.body.code]).toEqual(['QUERY_TIMEOUT', 'QUERY_TIMEOUT']);
+    // /healthz does not wait for the database; the event waits for the running query only
+    expect(order.indexOf('healthz')).toBeLessThan(order.indexOf('first'));
+    expect(order.indexOf('event')).toBeLessThan(order.indexOf('second'));
+    const stored = await sandbox(other, "SELECT count(*) AS n FROM events WHERE event_name = 'during_sandbox_query'");
+    expect(stored.body.data).toEqual([{ n: 1 }]);
+  }, 60_000);
+});
