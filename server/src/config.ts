@@ -100,7 +100,8 @@ const allowlistSchema = z
       const bare = item.replace(/^\[(.*)\]$/, '$1');
       if (isCidr(bare)) ranges.push(bare);
       else if (isPlainAddress(bare)) ranges.push(`${bare}/${ipaddr.IPv6.isValid(bare) ? 128 : 32}`);
-      else if (HOST_NAME.test(item)) hosts.push(item);
+      // A name ending in a number is an address in a short form (`127.1`), not a host name.
+      else if (HOST_NAME.test(item) && !/(^|\.)\d+$/.test(item)) hosts.push(item);
       else bad.push(item);
     }
     if (bad.length > 0) {

@@ -27,11 +27,10 @@ export const systemResolver: HostResolver = async (hostname) => {
   return found.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 };
 
-/** An endpoint that passed the rules, with the address to connect to. */
+/** An endpoint that passed the rules, with the addresses (all checked) to connect to. */
 export interface CheckedEndpoint {
   url: URL;
-  address: string;
-  family: 4 | 6;
+  addresses: ResolvedAddress[];
 }
 
 export class EndpointRefusedError extends Error {
@@ -88,8 +87,7 @@ function inRanges(raw: string, ranges: readonly string[]): boolean {
   }
   return ranges.some((range) => {
     const [net, bits] = ipaddr.parseCIDR(range);
-    const candidate = net.kind() === address.kind() ? address : null;
-    return candidate !== null && candidate.match(net, bits);
+    return net.kind() === address.kind() && address.match(net, bits);
   });
 }
 
@@ -116,9 +114,9 @@ async function resolve(hostname: string, resolver: HostResolver): Promise<Resolv
 }
 
 /**
- * Checks a subscription endpoint and returns the address to connect to; throws
+ * Checks a subscription endpoint and returns the addresses to connect to; throws
  * EndpointRefusedError with our reason when it may not be used. With `check` only (registration),
- * a host listed by name in the allowlist is not resolved at all and the address is empty.
+ * a host listed by name in the allowlist is not resolved at all (no addresses).
  */
 export async function resolvePushEndpoint(
   raw: string,
@@ -141,7 +139,7 @@ export async function resolvePushEndpoint(
   if (url.protocol !== 'https:' && !listed && allowlist.ranges.length === 0) {
     throw new EndpointRefusedError('it must be an https: URL');
   }
-  if (listed && mode === 'check') return { url, address: '', family: 4 };
+  if (listed && mode === 'check') return { url, addresses: [] };
   let addresses: ResolvedAddress[];
   const literal = literalAddress(hostname);
   if (literal) addresses = [literal];
@@ -161,8 +159,7 @@ export async function resolvePushEndpoint(
       if (why) throw new EndpointRefusedError(`its host resolves to ${why} (${a.address})`);
     }
   }
-  const [first] = addresses as [ResolvedAddress];
-  return { url, address: first.address, family: first.family };
+  return { url, addresses };
 }
 
 /** The registration-time check: 400 INVALID_REQUEST at `path` when the endpoint may not be used. */

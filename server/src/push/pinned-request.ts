@@ -1,21 +1,23 @@
-// One HTTP(S) request to an address that was already checked: the agent's `lookup` answers with
-// that address instead of asking DNS again, so nothing can change where the request goes between
+// One HTTP(S) request to addresses that were already checked: the agent's `lookup` answers with
+// them instead of asking DNS again (all of them when Node tries several, as with IPv6 and IPv4), so nothing can change where the request goes between
 // the check and the connection (no DNS-rebinding window). TLS still verifies the certificate for
 // the URL's host name. Redirects are not followed and at most 64 KB of the answer is read.
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import type { CheckedEndpoint } from './endpoint-guard.js';
+import type { CheckedEndpoint, ResolvedAddress } from './endpoint-guard.js';
 import { type HttpAnswer, ProviderError, type ProviderKind } from './provider.js';
 
 const TIMEOUT_MS = 10_000;
 const MAX_BODY = 64 * 1024;
 
-/** A lookup that always answers the checked address. */
-export function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
+/** A lookup that always answers the checked addresses. */
+export function pinnedLookup(addresses: ResolvedAddress[]): LookupFunction {
   return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (options?.all) callback(null, [{ address, family }]);
-    else callback(null, address, family);
+    const [first] = addresses;
+    if (!first) callback(Object.assign(new Error('no checked address'), { code: 'ENOTFOUND' }));
+    else if (options?.all) callback(null, addresses);
+    else callback(null, first.address, first.family);
   }) as LookupFunction;
 }
 
@@ -25,7 +27,7 @@ export function pinnedRequest(
   init: { method: string; headers: Record<string, string>; body?: Uint8Array },
 ): Promise<HttpAnswer> {
   const secure = target.url.protocol === 'https:';
-  const lookup = pinnedLookup(target.address, target.family);
+  const lookup = pinnedLookup(target.addresses);
   const agent = secure ? new https.Agent({ lookup, keepAlive: false }) : new http.Agent({ lookup, keepAlive: false });
   return new Promise<HttpAnswer>((resolve, reject) => {
     const fail = (why: string) =>
