@@ -71,6 +71,9 @@ describe('origin rules', () => {
     expect((await config({ Referer: `${SITE}/cart?step=2` })).response.status).toBe(200);
     const bare = await config({ Origin: 'https://partner.example' });
     expect(bare.response.status).toBe(403);
+    for (const origin of ['https://.partner.example', 'https://partner.example.evil', 'https://a..partner.example']) {
+      expect((await config({ Origin: origin })).response.status, origin).toBe(403);
+    }
   });
 
   it('refuses other origins, other schemes or ports, and requests without Origin or Referer', async () => {
@@ -421,6 +424,46 @@ describe('rate limits', () => {
       expect(otherApp.response.status).toBe(200);
     } finally {
       await limited.close();
+    }
+  });
+});
+
+describe('client addresses behind a proxy (TRUST_PROXY)', () => {
+  const visitFrom = (on: TestServer, visitorId: string, forwardedFor: string) =>
+    on.clientFor().websiteLogVisit({
+      body: { app_id: tenant.app.id, visitor_id: visitorId, visit_url: `${SITE}/`, ua: HUMAN_UA, signals: SIGNALS },
+      headers: { Origin: SITE, 'X-Forwarded-For': forwardedFor },
+    });
+  const storedIpOf = async (visitId: string) =>
+    (await db()('visits').where({ app_id: tenant.app.id, id: visitId }).first()).ip;
+
+  it('believes X-Forwarded-For from a loopback proxy by default, and from nobody with TRUST_PROXY=false', async () => {
+    const trusted = await visitFrom(server, 'proxy-1', '203.0.113.9');
+    expect(await storedIpOf(trusted.data!.visit_id!)).toBe('203.0.113.9');
+    const direct = await startTestServer({ TRUST_PROXY: 'false' }, { database: server.db });
+    try {
+      const ignored = await visitFrom(direct, 'proxy-2', '203.0.113.9');
+      expect(await storedIpOf(ignored.data!.visit_id!)).toMatch(/^(::ffff:)?127\.0\.0\.1$/);
+    } finally {
+      await direct.close();
+    }
+  });
+
+  it('takes the configured number of proxy hops, so each visitor behind a load balancer is limited apart', async () => {
+    const behind = await startTestServer(
+      { TRUST_PROXY: '1', RATE_LIMITS: JSON.stringify({ website_events: 1 }) },
+      { database: server.db },
+    );
+    try {
+      // A client forging its own X-Forwarded-For only adds a hop: the proxy's entry is used.
+      const first = await visitFrom(behind, 'lb-1', '198.51.100.1, 192.0.2.10');
+      expect(await storedIpOf(first.data!.visit_id!)).toBe('192.0.2.10');
+      const other = await visitFrom(behind, 'lb-2', '192.0.2.11');
+      expect(other.response.status).toBe(200);
+      const again = await visitFrom(behind, 'lb-3', '198.51.100.2, 192.0.2.10');
+      expect(again.response.status).toBe(429);
+    } finally {
+      await behind.close();
     }
   });
 });
