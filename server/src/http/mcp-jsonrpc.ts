@@ -5,6 +5,7 @@
 // answer 501 until the MCP server is built.
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import type { Knex } from 'knex';
+import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { toAppError } from '../errors.js';
 import { authenticateMcp } from '../services/keys.js';
@@ -35,16 +36,19 @@ export function mcpJsonRpcRouter(db: Knex, config: Config): Router {
       });
     } catch (err) {
       const error = toAppError(err, req);
-      if (error.status >= 500)
-        (req as { log?: { error(o: object, m: string): void } }).log?.error({ err }, 'MCP call failed');
+      if (error.status >= 500) (req as { log?: Logger }).log?.error({ err }, 'MCP call failed');
+      if (error.status === 503 && !res.getHeader('Retry-After')) res.setHeader('Retry-After', '5');
+      const unauthorized = error.status === 401;
       res.status(error.status).json({
         jsonrpc: '2.0',
         id: null,
-        error: {
-          code: error.status === 401 ? JSONRPC_UNAUTHORIZED : JSONRPC_SERVER_ERROR,
-          message: error.message,
-          data: { code: error.code, ...(error.details ?? {}) },
-        },
+        error: unauthorized
+          ? { code: JSONRPC_UNAUTHORIZED, message: error.message }
+          : {
+              code: JSONRPC_SERVER_ERROR,
+              message: error.message,
+              data: { code: error.code, ...(error.details ?? {}) },
+            },
       });
       return;
     }
