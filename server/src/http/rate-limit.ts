@@ -75,6 +75,8 @@ function redisStore(url: string, logger: Logger): WindowStore {
     reported = false;
   });
   const run = async (script: string, id: string, now: number, ...args: number[]) => {
+    // While the connection is being re-established, fail at once rather than queue and wait.
+    if (['reconnecting', 'close', 'end'].includes(redis.status)) throw new Error(`Redis is ${redis.status}`);
     const [count, ttl] = (await redis.eval(script, 1, `tally:rl:${id}`, ...args)) as [number, number];
     return { count, resetAt: now + (ttl > 0 ? ttl : WINDOW_MS) };
   };
