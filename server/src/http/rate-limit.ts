@@ -11,6 +11,8 @@ import type { Config, RateLimitClass } from '../config.js';
 import { AppError } from '../errors.js';
 
 const WINDOW_MS = 60_000;
+/** How long Redis commands fail at once after one failed, before the next is tried. */
+const FAIL_FAST_MS = 5_000;
 /** Sweep expired windows once the table holds this many keys, so memory stays bounded. */
 const SWEEP_AT = 10_000;
 
@@ -74,11 +76,21 @@ function redisStore(url: string, logger: Logger): WindowStore {
   redis.on('ready', () => {
     reported = false;
   });
+  // After a command failed, later ones fail at once (instead of each waiting for its timeout)
+  // until Redis is ready again or a few seconds have passed, when one more is tried.
+  let failedAt = 0;
+  redis.on('ready', () => {
+    failedAt = 0;
+  });
   const run = async (script: string, id: string, now: number, ...args: number[]) => {
-    // While the connection is being re-established, fail at once rather than queue and wait.
-    if (['reconnecting', 'close', 'end'].includes(redis.status)) throw new Error(`Redis is ${redis.status}`);
-    const [count, ttl] = (await redis.eval(script, 1, `tally:rl:${id}`, ...args)) as [number, number];
-    return { count, resetAt: now + (ttl > 0 ? ttl : WINDOW_MS) };
+    if (redis.status !== 'ready' && Date.now() - failedAt < FAIL_FAST_MS) throw new Error(`Redis is ${redis.status}`);
+    try {
+      const [count, ttl] = (await redis.eval(script, 1, `tally:rl:${id}`, ...args)) as [number, number];
+      return { count, resetAt: now + (ttl > 0 ? ttl : WINDOW_MS) };
+    } catch (err) {
+      failedAt = Date.now();
+      throw err;
+    }
   };
   return {
     hit: (id, now) => run(HIT_SCRIPT, id, now, WINDOW_MS),
