@@ -222,13 +222,30 @@ export function trackEvent(name: string, properties?: Record<string, unknown>): 
   }
 }
 
-/** Makes `id` the user id of later calls and links this browser's earlier activity to it. */
-export function setUserId(id: string): void {
+const hashKey = () => `${o.userIdStorageKey}_hash`;
+
+/**
+ * Makes `id` the user id of later calls and links this browser's earlier activity to it.
+ * `userHash`, computed by your server (hex HMAC-SHA256 of the id with the app's identity secret),
+ * proves the id: it is needed to reach a user your backend created through the REST API.
+ */
+export function setUserId(id: string, options?: { userHash?: string }): void {
   try {
     const previous = userId();
-    if (!id || id === previous) return;
+    const userHash = options?.userHash;
+    if (!id) return;
+    if (userHash) save(hashKey(), userHash);
+    else if (id !== previous) remove(hashKey());
+    if (id === previous) return;
     save(o.userIdStorageKey, String(id));
-    if (o.appId) void post('/v1/website/identify', { app_id: o.appId, visitor_id: previous, user_id: String(id) });
+    if (o.appId) {
+      void post('/v1/website/identify', {
+        app_id: o.appId,
+        visitor_id: previous,
+        user_id: String(id),
+        ...(userHash ? { user_hash: userHash } : {}),
+      });
+    }
   } catch (err) {
     log(err);
   }
@@ -269,10 +286,12 @@ export async function subscribePush(registration?: ServiceWorkerRegistration): P
     const sub =
       (await reg.pushManager.getSubscription()) ??
       (await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(key) }));
+    const userHash = load(hashKey());
     const reply = await send(`${base()}/v1/website/push-subscriptions`, {
       app_id: o.appId,
       visitor_id: userId(),
       subscription: sub.toJSON(),
+      ...(userHash ? { user_hash: userHash } : {}),
     });
     log('push subscription', reply.status, reply.body);
     return reply.ok ? ((reply.body as { subscription_id?: string }).subscription_id ?? null) : null;

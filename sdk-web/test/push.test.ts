@@ -53,6 +53,22 @@ describe('subscribePush', () => {
     });
   });
 
+  it('sends the user_hash given to setUserId, so a verified user can register its browser', async () => {
+    ServiceWeb.setUserId('cust-1', { userHash: 'a'.repeat(64) });
+    const { reg } = registration();
+    await expect(ServiceWeb.subscribePush(reg)).resolves.toBe('sub-1');
+    expect(posts(calls, '/v1/website/push-subscriptions').at(-1)!.body).toEqual({
+      app_id: 'app-1',
+      visitor_id: 'cust-1',
+      subscription: SUBSCRIPTION,
+      user_hash: 'a'.repeat(64),
+    });
+    // Another id without a hash forgets the old hash.
+    ServiceWeb.setUserId('someone-else');
+    await ServiceWeb.subscribePush(reg);
+    expect(posts(calls, '/v1/website/push-subscriptions').at(-1)!.body).not.toHaveProperty('user_hash');
+  });
+
   it("reuses the browser's existing subscription and finds the page's service worker itself", async () => {
     const { reg, subscribe } = registration();
     (reg.pushManager.getSubscription as ReturnType<typeof vi.fn>).mockResolvedValue({ toJSON: () => SUBSCRIPTION });

@@ -97,6 +97,17 @@ describe('identity', () => {
     });
     expect(posts(calls, '/v1/website/identify')).toHaveLength(1);
   });
+
+  it('setUserId passes the userHash computed by your server on to identify', async () => {
+    ServiceWeb.setUserId('user-8', { userHash: 'b'.repeat(64) });
+    await vi.waitFor(() => expect(posts(calls, '/v1/website/identify')).toHaveLength(2));
+    expect(posts(calls, '/v1/website/identify')[1]!.body).toEqual({
+      app_id: 'app-1',
+      visitor_id: 'user-7',
+      user_id: 'user-8',
+      user_hash: 'b'.repeat(64),
+    });
+  });
 });
 
 describe('privacy', () => {

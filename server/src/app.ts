@@ -11,6 +11,7 @@ import { resolveApp } from './http/access.js';
 import { securityHandlers } from './http/auth.js';
 import { dispatch } from './http/dispatch.js';
 import { handlers } from './http/handlers.js';
+import { mcpJsonRpcRouter } from './http/mcp-jsonrpc.js';
 import { opsRouter } from './http/ops.js';
 import { openRateLimits } from './http/rate-limit.js';
 import { memoiseRouteCompilation } from './http/route-cache.js';
@@ -47,7 +48,7 @@ export function createApp(deps: AppDeps): Express {
   openRateLimits(config, logger);
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
+  app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'extended');
 
   app.use((req, res, next) => {
@@ -65,6 +66,7 @@ export function createApp(deps: AppDeps): Express {
   });
 
   app.use(opsRouter(database, yaml, doc));
+  app.use(mcpJsonRpcRouter(database.knex, config));
   app.use(sdkRouter(config, logger));
   app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
   app.use(websiteGate(ctx)); // CORS and rate limits of /v1/website/*, before validation

@@ -1,8 +1,17 @@
 // Configuration: the only module that reads process.env. Everything else receives a frozen Config.
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
-export type RateLimitClass = 'events' | 'batch' | 'analytics' | 'other' | 'mcp' | 'website_users' | 'website_events';
+export type RateLimitClass =
+  | 'events'
+  | 'batch'
+  | 'analytics'
+  | 'other'
+  | 'mcp'
+  | 'website_users'
+  | 'website_events'
+  | 'auth_failures';
 
 /** Requests allowed per minute for each class, as the interface spec sets them. */
 export const SPEC_RATE_LIMITS: Readonly<Record<RateLimitClass, number>> = Object.freeze({
@@ -13,6 +22,8 @@ export const SPEC_RATE_LIMITS: Readonly<Record<RateLimitClass, number>> = Object
   mcp: 100,
   website_users: 60,
   website_events: 600,
+  /** Failed authentications per IP, before every credential from that IP is refused for the minute. */
+  auth_failures: 20,
 });
 
 const rateLimitsSchema = z
@@ -35,6 +46,81 @@ const rateLimitsSchema = z
     }
   });
 
+/**
+ * Express's `trust proxy` value: `true`/`false`, a hop count, or a comma-separated list of
+ * addresses, CIDR ranges and the names loopback, linklocal and uniquelocal.
+ */
+export type TrustProxy = boolean | number | string;
+
+const trustProxySchema = z
+  .string()
+  .default('loopback')
+  .transform((raw, ctx): TrustProxy => {
+    const value = raw.trim();
+    if (value === 'true') return true;
+    if (value === 'false') return false;
+    if (/^\d+$/.test(value)) return Number(value);
+    const names = new Set(['loopback', 'linklocal', 'uniquelocal']);
+    const bad = value
+      .split(',')
+      .map((v) => v.trim())
+      .filter((v) => !(names.has(v) || isPlainAddress(v) || isCidr(v)));
+    if (value === '' || bad.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `TRUST_PROXY must be true, false, a number of proxy hops, or a comma-separated list of addresses, CIDR ranges, loopback, linklocal or uniquelocal${bad.length ? ` (not understood: ${bad.join(', ')})` : ''}`,
+      });
+      return z.NEVER;
+    }
+    return value;
+  });
+
+/** An address written out in full: four decimal parts for IPv4 (not `127.1` or `0x7f.1`), or IPv6. */
+function isPlainAddress(value: string): boolean {
+  return ipaddr.IPv4.isValidFourPartDecimal(value) || ipaddr.IPv6.isValid(value);
+}
+
+function isCidr(value: string): boolean {
+  const slash = value.lastIndexOf('/');
+  return slash > 0 && isPlainAddress(value.slice(0, slash)) && ipaddr.isValidCIDR(value);
+}
+
+const HOST_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** PUSH_ENDPOINT_ALLOWLIST: host names (lower-cased) and CIDR ranges (a bare address is one host). */
+const allowlistSchema = z
+  .string()
+  .default('')
+  .transform((raw, ctx): PushEndpointAllowlist => {
+    const hosts: string[] = [];
+    const ranges: string[] = [];
+    const bad: string[] = [];
+    for (const item of raw.split(',').map((v) => v.trim().toLowerCase())) {
+      if (item === '') continue;
+      const bare = item.replace(/^\[(.*)\]$/, '$1');
+      if (isCidr(bare)) ranges.push(bare);
+      else if (isPlainAddress(bare)) ranges.push(`${bare}/${ipaddr.IPv6.isValid(bare) ? 128 : 32}`);
+      // A name ending in a number is an address in a short form (`127.1`), not a host name.
+      else if (HOST_NAME.test(item) && !/(^|\.)\d+$/.test(item)) hosts.push(item);
+      else bad.push(item);
+    }
+    if (bad.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `PUSH_ENDPOINT_ALLOWLIST must be a comma-separated list of host names and CIDR ranges (not understood: ${bad.join(', ')})`,
+      });
+      return z.NEVER;
+    }
+    return Object.freeze({ hosts: Object.freeze(hosts), ranges: Object.freeze(ranges) });
+  });
+
+export interface PushEndpointAllowlist {
+  /** Host names, lower case, matched exactly. */
+  readonly hosts: readonly string[];
+  /** CIDR ranges (`10.0.0.0/8`, `fd00::/8`); an address in one of them is exempt. */
+  readonly ranges: readonly string[];
+}
+
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('127.0.0.1'),
@@ -49,6 +135,9 @@ const envSchema = z.object({
   LLM_MODEL: z.string().default('gpt-4o-mini'),
   REDIS_URL: z.string().optional(),
   RATE_LIMITS: rateLimitsSchema,
+  RATE_LIMITS_FAIL: z.enum(['open', 'closed']).default('open'),
+  TRUST_PROXY: trustProxySchema,
+  PUSH_ENDPOINT_ALLOWLIST: allowlistSchema,
   SECRET_KEY: z.string().min(16, 'SECRET_KEY must be at least 16 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().default('production'),
@@ -71,6 +160,12 @@ export interface Config {
   readonly redisUrl: string | undefined;
   /** Per-minute limits per class, or null when rate limiting is off. */
   readonly rateLimits: Readonly<Partial<Record<RateLimitClass, number>>> | null;
+  /** When the rate-limit store (Redis) fails: let requests through (`open`) or answer 503 (`closed`). */
+  readonly rateLimitsFail: 'open' | 'closed';
+  /** Express's `trust proxy` setting: which proxies' X-Forwarded-For is believed (client IPs). */
+  readonly trustProxy: TrustProxy;
+  /** Web Push endpoints exempt from the https and public-address rules (tests, private deployments). */
+  readonly pushEndpointAllowlist: PushEndpointAllowlist;
   readonly secretKey: string | undefined;
   readonly logLevel: string;
   /** Statement timeout of POST /v1/analytics/query, in milliseconds (PostgreSQL only). */
@@ -104,6 +199,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     llm: Object.freeze({ baseUrl: e.LLM_BASE_URL, apiKey: e.LLM_API_KEY, model: e.LLM_MODEL }),
     redisUrl: e.REDIS_URL,
     rateLimits: e.RATE_LIMITS,
+    rateLimitsFail: e.RATE_LIMITS_FAIL,
+    trustProxy: e.TRUST_PROXY,
+    pushEndpointAllowlist: e.PUSH_ENDPOINT_ALLOWLIST,
     secretKey: e.SECRET_KEY,
     logLevel: e.LOG_LEVEL,
     analyticsQueryTimeoutMs: e.ANALYTICS_QUERY_TIMEOUT_MS,

@@ -54,6 +54,47 @@ export class NotImplementedError extends AppError {
   }
 }
 
+/** The database (or another store a request needs) cannot be reached; the client may retry. */
+export class ServiceUnavailableError extends AppError {
+  constructor(message = 'The database cannot be reached right now. Retry in a few seconds.') {
+    super(503, 'SERVICE_UNAVAILABLE', message);
+  }
+}
+
+// Error codes and messages of a database that is down, restarting, gone or out of connections
+// (node-postgres, knex's pool, PGlite), as opposed to a query that failed on its own terms.
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '3D000', // invalid_catalog_name: the database was dropped
+  '53300', // too_many_connections
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+]);
+const UNAVAILABLE_MESSAGE =
+  /Connection terminated|Unable to acquire a connection|Timeout acquiring a connection|PGlite is closed|Client has encountered a connection error|Connection ended|aborted due to pool destroy/i;
+
+/** True when `err` says the database could not be reached, rather than that a query was wrong. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; name?: unknown; message?: unknown; errors?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  if (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) return true;
+  if (e.name === 'KnexTimeoutError') return true;
+  if (typeof e.message === 'string' && UNAVAILABLE_MESSAGE.test(e.message)) return true;
+  return Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every(isDatabaseUnavailable);
+}
+
 export function envelope(status: number, code: string, message: string, details?: Details) {
   return {
     success: false as const,
@@ -143,6 +184,7 @@ export function toAppError(err: unknown, req: Request): AppError {
       ]);
     }
   }
+  if (isDatabaseUnavailable(err)) return new ServiceUnavailableError();
   return new AppError(
     500,
     'INTERNAL_ERROR',
@@ -157,6 +199,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (appError.status >= 500) log.error({ err }, 'request failed');
     else log.debug({ code: appError.code, status: appError.status }, appError.message);
     if (res.headersSent) return;
+    if (appError.status === 503 && !res.getHeader('Retry-After')) res.setHeader('Retry-After', '5');
     res.status(appError.status).json(envelope(appError.status, appError.code, appError.message, appError.details));
   };
 }

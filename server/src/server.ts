@@ -8,6 +8,8 @@ import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { closeRateLimits } from './http/rate-limit.js';
 import { bootstrapIfEmpty, type Credentials, writeCredentials } from './services/bootstrap.js';
+import { jobDefinitions, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
+import { JobRunner } from './jobs/runner.js';
 import { Ingestor } from './services/ingest.js';
 import { type Database, openDatabase } from './storage/db.js';
 
@@ -15,6 +17,7 @@ export interface RunningServer {
   url: string;
   database: Database;
   server: Server;
+  jobs: JobRunner;
   /** Set on the first start of an empty database. */
   credentials: Credentials | null;
   close(): Promise<void>;
@@ -46,8 +49,13 @@ export async function startServer(
   }
   // Set the SQL sandbox up (PostgreSQL) before taking traffic: its first setup alters tables.
   await database.sandbox.confinement();
+  const clock = options.clock ?? (() => new Date());
+  const jobs = new JobRunner(database, logger);
+  await jobs.start(jobDefinitions(database, clock));
+  // The embedded database keeps no statistics of its own: gather them once at start.
+  if (database.kind === 'pglite') await jobs.runNow(REFRESH_SANDBOX_STATISTICS);
   const ingestor = new Ingestor(database.knex, logger);
-  const app = createApp({ config, database, logger, clock: options.clock, ingestor });
+  const app = createApp({ config, database, logger, clock, ingestor });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
@@ -59,6 +67,7 @@ export async function startServer(
     url: `http://${host}:${port}`,
     database,
     server,
+    jobs,
     credentials,
     async close() {
       await new Promise<void>((resolve) => {
@@ -66,6 +75,7 @@ export async function startServer(
         server.closeIdleConnections();
       });
       await ingestor.idle();
+      await jobs.stop();
       await closeRateLimits(config);
       if (!options.database) await database.close();
     },

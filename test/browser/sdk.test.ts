@@ -1,11 +1,14 @@
 // The browser SDK in headless Chromium: a test site on http://localhost:<port> loads the script
 // from Tally on http://127.0.0.1:<port> (another origin, so CORS is real) and we check what lands
 // in storage. Skips without /usr/bin/chromium, except in CI, where it fails.
+
+import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { createTallyClient } from '@tally/client';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { updateApp } from '../../server/src/storage/tenancy.js';
@@ -23,6 +26,7 @@ let site: http.Server;
 let siteUrl: string;
 let context: BrowserContext;
 let appId: string;
+let appKey: string;
 let refusedAppId: string;
 let profile: string;
 const formPosts: string[] = [];
@@ -85,13 +89,14 @@ describe.skipIf(!available && !inCi)('the browser SDK in Chromium', () => {
   beforeAll(async () => {
     if (!available)
       throw new Error(`CI=true and no Chromium at ${CHROMIUM}: install it with apt-get install -y chromium.`);
-    server = await startTestServer();
+    server = await startTestServer({ SECRET_KEY: 'browser-test-secret-key-0123456789' });
     site = http.createServer(serveSite);
     await new Promise<void>((resolve) => site.listen(0, resolve));
     siteUrl = `http://localhost:${(site.address() as AddressInfo).port}`;
     const allowed = await server.createTenant();
     await updateApp(db(), allowed.app.id, { website_url: siteUrl });
     appId = allowed.app.id;
+    appKey = allowed.apiKey;
     const refused = await server.createTenant();
     await updateApp(db(), refused.app.id, { website_url: 'https://elsewhere.example' });
     refusedAppId = refused.app.id;
@@ -219,6 +224,48 @@ describe.skipIf(!available && !inCi)('the browser SDK in Chromium', () => {
       (n) => n.length === 3,
     );
     expect(names).toEqual(['page_view', 'before_login', 'after_login']);
+    await page.close();
+  });
+
+  it('links the visitor to a user the backend created when setUserId carries a valid userHash', async () => {
+    // The site's server: the user exists through the REST API, and the page gets its hash.
+    const backend = server.clientFor(appKey);
+    await backend.usersUpsert({ body: { user_id: 'backend-user-1', email: 'b1@example.com' } });
+    const admin = createTallyClient({ baseUrl: server.url, adminToken: server.config.adminToken });
+    const { data: created } = await admin.adminIdentitySecretsGenerate({ path: { app_id: appId } });
+    const userHash = createHmac('sha256', created!.secret).update('backend-user-1').digest('hex');
+
+    const { page, key } = await open('/');
+    const sw = 'window.ServiceWeb';
+    await until(
+      () => visitsOf(appId, key),
+      (v) => v.length === 1,
+    );
+    const visitor = await page.evaluate((k) => localStorage.getItem(k), key);
+    const identifyAnswer = () => page.waitForResponse((r) => r.url().endsWith('/v1/website/identify'));
+    // Without the hash the server refuses (the SDK drops the call): the visitor's history stays apart.
+    const [refused] = await Promise.all([identifyAnswer(), page.evaluate(`${sw}.setUserId('backend-user-1')`)]);
+    expect(refused.status()).toBe(403);
+    expect(await db()('users').where({ app_id: appId, external_id: visitor }).first()).toBeDefined();
+    // Back to the anonymous id, then the same call with the hash the site's server computed.
+    await page.evaluate(([k, v]) => localStorage.setItem(k!, v!), [key, visitor]);
+    const [accepted] = await Promise.all([
+      identifyAnswer(),
+      page.evaluate(`${sw}.setUserId('backend-user-1', { userHash: ${JSON.stringify(userHash)} })`),
+    ]);
+    expect(accepted.status()).toBe(200);
+    const names = await until(
+      async () => {
+        const user = await db()('users').where({ app_id: appId, external_id: 'backend-user-1' }).first();
+        return db()('events').where({ app_id: appId, user_id: user.id }).pluck('event_name');
+      },
+      (n) => n.includes('page_view'),
+    );
+    expect(names).toContain('page_view');
+    expect(await db()('users').where({ app_id: appId, external_id: visitor }).first()).toBeUndefined();
+    expect(await db()('user_aliases').where({ app_id: appId, alias_id: visitor }).first()).toMatchObject({
+      user_id: (await db()('users').where({ app_id: appId, external_id: 'backend-user-1' }).first()).id,
+    });
     await page.close();
   });
 

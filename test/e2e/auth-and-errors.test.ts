@@ -87,6 +87,40 @@ describe('MCP keys', () => {
     });
   });
 
+  it('answer every JSON-RPC method without a valid key with HTTP 401 and a JSON-RPC error body', async () => {
+    const calls: [string, RequestInit][] = [
+      [
+        'POST',
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+        },
+      ],
+      ['GET stream', { headers: { accept: 'text/event-stream', 'mcp-session-id': 'abc' } }],
+      ['DELETE', { method: 'DELETE', headers: { 'mcp-session-id': 'abc' } }],
+    ];
+    for (const [name, init] of calls) {
+      for (const key of [undefined, 'tk_mcp_not-a-key', tenant.apiKey]) {
+        const headers = { ...(init.headers as Record<string, string>), ...(key ? { 'x-mcp-api-key': key } : {}) };
+        const res = await fetch(`${server.url}/mcp`, { ...init, headers });
+        expect(res.status, `${name} ${key}`).toBe(401);
+        expect(await res.json()).toEqual({
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32001, message: expect.stringMatching(/MCP API key/) },
+        });
+      }
+      // With a valid key the endpoint says it is not built yet, never a fake success.
+      const ok = await fetch(`${server.url}/mcp`, {
+        ...init,
+        headers: { ...(init.headers as Record<string, string>), 'x-mcp-api-key': tenant.mcpKey },
+      });
+      expect(ok.status, name).toBe(501);
+      expect(await ok.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32601 } });
+    }
+  });
+
   it('answer 401 MISSING_AUTH on MCP GETs without a key', async () => {
     const res = await fetch(`${server.url}/mcp`);
     expect(res.status).toBe(401);

@@ -2,6 +2,7 @@
 // repo root) against a real server. Each command's JSON output is checked, and so is its effect,
 // read back through the admin API or by using the keys it printed.
 import { spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -181,6 +182,54 @@ describe('organizations, apps and versions', () => {
     expect(() => JSON.parse(human.stdout)).toThrow();
     const { data: cleared } = await admin.adminAppsGet({ path: { app_id: app.app_id } });
     expect(cleared).toMatchObject({ authorized_domains: [], retention_days: null, conversion_events: ['purchase'] });
+  });
+
+  it('apps update --identity-secret generates a secret printed once, and remove-old rotates it out', async () => {
+    const app = await newApp();
+    const first = await json(
+      'apps',
+      'update',
+      app.app_id,
+      '--website-url',
+      'https://shop.example',
+      '--identity-secret',
+      'generate',
+    );
+    expect(first).toMatchObject({
+      app_id: app.app_id,
+      website_url: 'https://shop.example',
+      identity_secret: { secret_id: expect.any(String), secret: expect.stringMatching(/^tis_/) },
+    });
+    expect(first.identity_secrets).toHaveLength(1);
+    // The secret works: a hash made with it identifies a visitor.
+    const userHash = createHmac('sha256', first.identity_secret.secret).update('member-1').digest('hex');
+    const identified = await server.clientFor().websiteIdentify({
+      body: { app_id: app.app_id, visitor_id: 'visitor-1', user_id: 'member-1', user_hash: userHash },
+      headers: { Origin: 'https://shop.example' },
+    });
+    expect(identified.response.status).toBe(200);
+
+    const human = await tally('apps', 'update', app.app_id, '--identity-secret', 'generate');
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/tis_[\w-]{43}/);
+    expect(human.stdout).toContain('shown only once');
+    expect(human.stdout).toContain('remove-old');
+    const third = await tally('apps', 'update', app.app_id, '--identity-secret', 'generate');
+    expect(third.code).not.toBe(0);
+    expect(third.stderr).toContain('CONFLICT');
+
+    const removed = await json('apps', 'update', app.app_id, '--identity-secret', 'remove-old');
+    expect(removed.identity_secret_removed).toBe(first.identity_secret.secret_id);
+    expect(removed.identity_secrets).toHaveLength(1);
+    const { data: list } = await admin.adminIdentitySecretsList({ path: { app_id: app.app_id } });
+    expect(list!.items.map((i) => i.secret_id)).toEqual(
+      removed.identity_secrets.map((i: { secret_id: string }) => i.secret_id),
+    );
+    const last = await tally('apps', 'update', app.app_id, '--identity-secret', 'remove-old');
+    expect(last.code).not.toBe(0);
+    expect(last.stderr).toContain('Generate a new one first');
+    const bad = await tally('apps', 'update', app.app_id, '--identity-secret', 'rotate');
+    expect(bad.code).not.toBe(0);
   });
 
   it('versions add records a version', async () => {

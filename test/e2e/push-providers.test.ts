@@ -77,7 +77,7 @@ describe('WonderPush', () => {
     }
   });
 
-  it('answers 502 PROVIDER_ERROR when WonderPush refuses, records a failed delivery, and never echoes the token', async () => {
+  it("answers 502 PROVIDER_ERROR when WonderPush refuses, records a failed delivery, and never echoes the token or WonderPush's reply", async () => {
     const wp = await startFakeWonderPush({ accessToken: 'the-right-token' });
     try {
       const tenant = await tenantWithUser('wp-user');
@@ -86,13 +86,15 @@ describe('WonderPush', () => {
       expect(refused.response.status).toBe(502);
       expect(refused.error).toMatchObject({
         code: 'PROVIDER_ERROR',
-        details: { provider: 'wonderpush', status: 403, reason: 'Invalid access token' },
+        details: { provider: 'wonderpush', status: 403, reason: expect.stringContaining('refused the credentials') },
       });
       expect(JSON.stringify(refused.error)).not.toContain(WP_TOKEN);
+      expect(JSON.stringify(refused.error)).not.toContain('Invalid access token');
       const rows = await db()('push_deliveries').where({ app_id: tenant.app.id });
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ status: 'failed', provider_message_id: null, recipients: 0 });
-      expect(rows[0].error).toContain('Invalid access token');
+      expect(rows[0].error).toContain('refused the credentials');
+      expect(rows[0].error).not.toContain('Invalid access token');
     } finally {
       await wp.close();
     }
@@ -186,8 +188,9 @@ describe('OneSignal', () => {
       expect(refused.response.status).toBe(502);
       expect(refused.error).toMatchObject({
         code: 'PROVIDER_ERROR',
-        details: { provider: 'onesignal', status: 200, reason: 'All included players are not subscribed' },
+        details: { provider: 'onesignal', status: 200, reason: expect.stringContaining('no subscribed device') },
       });
+      expect(JSON.stringify(refused.error)).not.toContain('All included players');
       const [row] = await db()('push_deliveries').where({ app_id: tenant.app.id });
       expect(row).toMatchObject({ status: 'failed', provider: 'onesignal' });
     } finally {
@@ -237,6 +240,7 @@ describe('webhook', () => {
       await configure(tenant.app.id, { provider: 'webhook', webhook_url: down.baseUrl, webhook_secret: HOOK_SECRET });
       const failed = await tenant.client.pushSend({ body: { user_id: 'hook-user', title: 'Ping', message: 'Pong' } });
       expect(failed.error).toMatchObject({ code: 'PROVIDER_ERROR', details: { provider: 'webhook', status: 503 } });
+      expect(JSON.stringify(failed.error)).not.toContain('receiver is down');
       await configure(tenant.app.id, { provider: 'webhook', webhook_url: strict.baseUrl, webhook_secret: HOOK_SECRET });
       const unsigned = await tenant.client.pushSend({ body: { user_id: 'hook-user', title: 'Ping', message: 'Pong' } });
       expect(unsigned.error).toMatchObject({ details: { provider: 'webhook', status: 401 } });

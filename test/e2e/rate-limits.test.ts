@@ -1,6 +1,8 @@
 // REST and MCP rate limits per key: headers on every limited response, 429 with Retry-After and
 // details once a class's per-minute limit is used up, and classes counted apart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rateLimiterFailures } from '../../server/src/http/rate-limit.js';
+import { updateApp } from '../../server/src/storage/tenancy.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
@@ -70,7 +72,7 @@ describe('rate limits', () => {
 });
 
 describe('rate limits shared through Redis (REDIS_URL)', () => {
-  it('counts requests of two instances together, and lets requests through when Redis is down', async () => {
+  it('counts requests of two instances together', async () => {
     const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
     const limits = JSON.stringify({ events: 3 });
     const a = await startTestServer({ RATE_LIMITS: limits, REDIS_URL: redisUrl });
@@ -90,13 +92,148 @@ describe('rate limits shared through Redis (REDIS_URL)', () => {
       await b.close();
       await a.close();
     }
-    const down = await startTestServer({ RATE_LIMITS: limits, REDIS_URL: 'redis://127.0.0.1:1' });
+  });
+
+  it('when Redis is down: counts the failure and lets requests through (default, open)', async () => {
+    const down = await startTestServer(
+      { RATE_LIMITS: JSON.stringify({ events: 3 }), REDIS_URL: 'redis://127.0.0.1:1' },
+      { database: server.db },
+    );
     try {
       const t = await down.createTenant();
+      expect(rateLimiterFailures(down.config)).toBe(0);
       const { response } = await t.client.eventsTrack({ body: { event_name: 'e', user_id: 'r-2' } });
       expect(response.status).toBe(200);
+      expect(response.headers.get('x-ratelimit-limit')).toBeNull();
+      expect(rateLimiterFailures(down.config)).toBeGreaterThan(0);
     } finally {
       await down.close();
+    }
+  });
+
+  it('with RATE_LIMITS_FAIL=closed, answers 503 SERVICE_UNAVAILABLE while Redis is down', async () => {
+    const down = await startTestServer(
+      {
+        RATE_LIMITS: JSON.stringify({ events: 3 }),
+        REDIS_URL: 'redis://127.0.0.1:1',
+        RATE_LIMITS_FAIL: 'closed',
+      },
+      { database: server.db },
+    );
+    try {
+      const t = await down.createTenant();
+      const { response, error } = await t.client.eventsTrack({ body: { event_name: 'e', user_id: 'r-3' } });
+      expect(response.status).toBe(503);
+      expect(error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', error: 'Service Unavailable' });
+      expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(rateLimiterFailures(down.config)).toBeGreaterThan(0);
+      expect(await down.db.knex('events').where({ app_id: t.app.id })).toEqual([]);
+    } finally {
+      await down.close();
+    }
+  });
+});
+
+describe('failed authentication', () => {
+  const bad = (on: TestServer, path = '/v1/events') =>
+    fetch(`${on.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer tk_live_guess', 'content-type': 'application/json' },
+      body: JSON.stringify({ event_name: 'e', user_id: 'u' }),
+    });
+
+  it('is limited to 20 a minute per IP by default, then every credential from that IP gets 429', async () => {
+    const limited = await startTestServer({ RATE_LIMITS: 'spec' }, { database: server.db });
+    try {
+      const t = await limited.createTenant();
+      const statuses: number[] = [];
+      for (let i = 0; i < 20; i++) statuses.push((await bad(limited)).status);
+      expect(statuses).toEqual(Array(20).fill(401));
+      const refused = await bad(limited);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await refused.json()).toMatchObject({
+        code: 'RATE_LIMIT_EXCEEDED',
+        message: expect.stringContaining('failed authentications'),
+        details: { limit: 20, window: 60, retry_after: expect.any(Number) },
+      });
+      // A valid key from the same address waits too: guessing must not go on under cover of one.
+      const valid = await t.client.eventsTrack({ body: { event_name: 'e', user_id: 'u' } });
+      expect(valid.response.status).toBe(429);
+      // So do the admin API and MCP.
+      const adminCall = await fetch(`${limited.url}/admin/v1/organizations`, {
+        headers: { authorization: `Bearer ${limited.config.adminToken}` },
+      });
+      expect(adminCall.status).toBe(429);
+      const mcp = await fetch(`${limited.url}/mcp/auth`, { headers: { 'x-mcp-api-key': t.mcpKey } });
+      expect(mcp.status).toBe(429);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('counts wrong admin tokens and MCP keys on the same per-IP counter; missing credentials are not failures', async () => {
+    const limited = await startTestServer(
+      { RATE_LIMITS: JSON.stringify({ auth_failures: 3 }) },
+      { database: server.db },
+    );
+    try {
+      const none = await fetch(`${limited.url}/v1/events`, { method: 'POST' });
+      expect(none.status).toBe(401);
+      const wrongAdmin = await fetch(`${limited.url}/admin/v1/organizations`, {
+        headers: { authorization: 'Bearer tk_admin_wrong' },
+      });
+      expect(wrongAdmin.status).toBe(401);
+      const wrongMcp = await fetch(`${limited.url}/mcp/auth`, { headers: { 'x-mcp-api-key': 'tk_mcp_wrong' } });
+      expect(wrongMcp.status).toBe(401);
+      expect((await bad(limited)).status).toBe(401);
+      expect((await bad(limited)).status).toBe(429);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('is not limited with RATE_LIMITS=off', async () => {
+    const open = await startTestServer({ RATE_LIMITS: 'off' }, { database: server.db });
+    try {
+      const statuses = new Set<number>();
+      for (let i = 0; i < 25; i++) statuses.add((await bad(open)).status);
+      expect([...statuses]).toEqual([401]);
+    } finally {
+      await open.close();
+    }
+  });
+});
+
+describe('CORS preflights of the website endpoints', () => {
+  it('are limited per IP before the database is asked anything', async () => {
+    const limited = await startTestServer(
+      { RATE_LIMITS: JSON.stringify({ website_events: 2 }) },
+      { database: server.db },
+    );
+    try {
+      const t = await limited.createTenant();
+      await updateApp(limited.db.knex, t.app.id, { website_url: 'https://shop.example' });
+      const preflight = () =>
+        fetch(`${limited.url}/v1/website/visits`, {
+          method: 'OPTIONS',
+          headers: { Origin: 'https://shop.example', 'Access-Control-Request-Method': 'POST' },
+        });
+      expect((await preflight()).status).toBe(204);
+      expect((await preflight()).status).toBe(204);
+      const queries: string[] = [];
+      const onQuery = (q: { sql: string }) => queries.push(q.sql);
+      limited.db.knex.on('query', onQuery);
+      try {
+        const refused = await preflight();
+        expect(refused.status).toBe(429);
+        expect(refused.headers.get('retry-after')).not.toBeNull();
+      } finally {
+        limited.db.knex.off('query', onQuery);
+      }
+      expect(queries).toEqual([]);
+    } finally {
+      await limited.close();
     }
   });
 });

@@ -1,6 +1,7 @@
 // The website endpoints (no API key, origin-checked) through @tally/client: origin rules, CORS,
 // users from forms, visits and their bot classification, events, identify, push subscriptions,
 // rate limits, and the served SDK script.
+import http from 'node:http';
 import { createTallyClient, type TallyClient } from '@tally/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { updateApp } from '../../server/src/storage/tenancy.js';
@@ -16,7 +17,7 @@ let tenant: Tenant;
 let web: TallyClient;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startTestServer({ PUSH_ENDPOINT_ALLOWLIST: 'push.example' });
   tenant = await server.createTenant();
   await updateApp(server.db.knex, tenant.app.id, {
     website_url: `${SITE}/store/index.html`,
@@ -70,6 +71,9 @@ describe('origin rules', () => {
     expect((await config({ Referer: `${SITE}/cart?step=2` })).response.status).toBe(200);
     const bare = await config({ Origin: 'https://partner.example' });
     expect(bare.response.status).toBe(403);
+    for (const origin of ['https://.partner.example', 'https://partner.example.evil', 'https://a..partner.example']) {
+      expect((await config({ Origin: origin })).response.status, origin).toBe(403);
+    }
   });
 
   it('refuses other origins, other schemes or ports, and requests without Origin or Referer', async () => {
@@ -312,8 +316,11 @@ describe('POST /v1/website/identify', () => {
     expect((await eventsOf('known-1')).map((e) => e.event_name)).toContain('late');
   });
 
-  it('joins the visitor into an existing user, adding up its counters', async () => {
-    await tenant.client.eventsTrack({ body: { event_name: 'signup', user_id: 'known-2' } });
+  it('joins the visitor into an existing user created from the website, adding up its counters', async () => {
+    await web.websiteTrackEvent({
+      body: { app_id: tenant.app.id, visitor_id: 'known-2', event_name: 'signup' },
+      ...from(SITE),
+    });
     await visit(tenant.app.id, 'anon-2');
     await identify('anon-2', 'known-2');
     const user = await userRow('known-2');
@@ -365,8 +372,11 @@ describe('POST /v1/website/push-subscriptions', () => {
       ...from(SITE),
     });
     expect(again.data!.subscription_id).toBe(first.data!.subscription_id);
-    await tenant.client.eventsTrack({ body: { event_name: 'x', user_id: 'push-user' } });
-    await identify('anon-push', 'push-user');
+    await web.websiteTrackEvent({
+      body: { app_id: tenant.app.id, visitor_id: 'push-user', event_name: 'x' },
+      ...from(SITE),
+    });
+    expect((await identify('anon-push', 'push-user')).response.status).toBe(200);
     const moved = await db()('push_subscriptions')
       .where({ app_id: tenant.app.id, id: first.data!.subscription_id })
       .first();
@@ -418,15 +428,75 @@ describe('rate limits', () => {
   });
 });
 
+describe('client addresses behind a proxy (TRUST_PROXY)', () => {
+  const visitFrom = (on: TestServer, visitorId: string, forwardedFor: string) =>
+    on.clientFor().websiteLogVisit({
+      body: { app_id: tenant.app.id, visitor_id: visitorId, visit_url: `${SITE}/`, ua: HUMAN_UA, signals: SIGNALS },
+      headers: { Origin: SITE, 'X-Forwarded-For': forwardedFor },
+    });
+  const storedIpOf = async (visitId: string) =>
+    (await db()('visits').where({ app_id: tenant.app.id, id: visitId }).first()).ip;
+
+  it('believes X-Forwarded-For from a loopback proxy by default, and from nobody with TRUST_PROXY=false', async () => {
+    const trusted = await visitFrom(server, 'proxy-1', '203.0.113.9');
+    expect(await storedIpOf(trusted.data!.visit_id!)).toBe('203.0.113.9');
+    const direct = await startTestServer({ TRUST_PROXY: 'false' }, { database: server.db });
+    try {
+      const ignored = await visitFrom(direct, 'proxy-2', '203.0.113.9');
+      expect(await storedIpOf(ignored.data!.visit_id!)).toMatch(/^(::ffff:)?127\.0\.0\.1$/);
+    } finally {
+      await direct.close();
+    }
+  });
+
+  it('takes the configured number of proxy hops, so each visitor behind a load balancer is limited apart', async () => {
+    const behind = await startTestServer(
+      { TRUST_PROXY: '1', RATE_LIMITS: JSON.stringify({ website_events: 1 }) },
+      { database: server.db },
+    );
+    try {
+      // A client forging its own X-Forwarded-For only adds a hop: the proxy's entry is used.
+      const first = await visitFrom(behind, 'lb-1', '198.51.100.1, 192.0.2.10');
+      expect(await storedIpOf(first.data!.visit_id!)).toBe('192.0.2.10');
+      const other = await visitFrom(behind, 'lb-2', '192.0.2.11');
+      expect(other.response.status).toBe(200);
+      const again = await visitFrom(behind, 'lb-3', '198.51.100.2, 192.0.2.10');
+      expect(again.response.status).toBe(429);
+    } finally {
+      await behind.close();
+    }
+  });
+});
+
+/** A GET with a chosen Host header (fetch always sends the URL's own). */
+function getWithHost(url: string, host: string): Promise<{ headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers: { host } }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve({ headers: res.headers, body }));
+      })
+      .on('error', reject);
+  });
+}
+
 describe('the SDK script', () => {
-  it('is served with the API base embedded, cache headers and ETag revalidation', async () => {
+  it('is served with the API base embedded (from the Host header: never cached) and ETag revalidation', async () => {
     const res = await fetch(`${server.url}/sdk/v1/service-web.js`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('javascript');
-    expect(res.headers.get('cache-control')).toMatch(/max-age=\d+/);
+    expect(res.headers.get('cache-control')).toBe('no-store');
     const body = await res.text();
     expect(body).toContain(server.url);
     expect(body).not.toContain('__TALLY_API_BASE__');
+    // Another Host header gets a script with that address: no cache may keep it.
+    const forged = await getWithHost(`${server.url}/sdk/v1/service-web.js`, 'evil.example');
+    expect(forged.body).toContain('http://evil.example');
+    expect(forged.headers['cache-control']).toBe('no-store');
     const etag = res.headers.get('etag')!;
     const again = await fetch(`${server.url}/sdk/service-web.js`, { headers: { 'If-None-Match': etag } });
     expect(again.status).toBe(304);
@@ -440,7 +510,13 @@ describe('the SDK script', () => {
     try {
       const res = await fetch(`${cdn.url}/tally/sdk/v1/service-web.js`);
       expect(res.status).toBe(200);
+      expect(res.headers.get('cache-control')).toBe('public, max-age=3600');
       expect(await res.text()).toContain('https://api.shop.example');
+      // The Host header no longer matters: every client gets the same, cacheable script.
+      const forged = await getWithHost(`${cdn.url}/sdk/v1/service-web.js`, 'evil.example');
+      expect(forged.headers['cache-control']).toBe('public, max-age=3600');
+      expect(forged.body).toContain('https://api.shop.example');
+      expect(forged.body).not.toContain('evil.example');
       expect((await fetch(`${cdn.url}/sdk/v1/service-web.js`)).status).toBe(200);
     } finally {
       await cdn.close();

@@ -9,7 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import knexModule from 'knex';
 import type { TestProject } from 'vitest/node';
-import { openDatabase } from '../../server/src/storage/db.js';
+import { JobRunner } from '../../server/src/jobs/runner.js';
+import { createLogger } from '../../server/src/logger.js';
+import { type Database, openDatabase } from '../../server/src/storage/db.js';
 import { sandboxRoleName } from '../../server/src/storage/sandbox-role.js';
 
 declare module 'vitest' {
@@ -22,7 +24,7 @@ export default async function setup(project: TestProject) {
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (adminUrl && process.env.TEST_DATABASE_REUSE === '1') {
     const db = await openDatabase({ databaseUrl: adminUrl });
-    await db.sandbox.confinement();
+    await prepare(db);
     await db.close();
     project.provide('database', { kind: 'postgres', url: adminUrl });
     return;
@@ -34,7 +36,7 @@ export default async function setup(project: TestProject) {
     const url = new URL(adminUrl);
     url.pathname = `/${name}`;
     const db = await openDatabase({ databaseUrl: url.toString() });
-    await db.sandbox.confinement(); // the sandbox role, before test files start servers together
+    await prepare(db);
     await db.close();
     project.provide('database', { kind: 'postgres', url: url.toString() });
     return async () => {
@@ -45,7 +47,16 @@ export default async function setup(project: TestProject) {
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-template-'));
   const db = await openDatabase({ dataDir: dir });
+  await prepare(db);
   await db.close();
   project.provide('database', { kind: 'pglite', templateDir: dir });
   return () => fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** What every server does at its first start, done once before test files start servers together. */
+async function prepare(db: Database): Promise<void> {
+  await db.sandbox.confinement(); // the sandbox role (PostgreSQL)
+  const jobs = new JobRunner(db, createLogger('silent'));
+  await jobs.start([]); // the job queue's schema
+  await jobs.stop();
 }

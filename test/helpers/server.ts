@@ -9,6 +9,7 @@ import { inject } from 'vitest';
 import { type Config, loadConfig } from '../../server/src/config.js';
 import { uuidv7 } from '../../server/src/ids.js';
 import { createLogger } from '../../server/src/logger.js';
+import type { JobRunner } from '../../server/src/jobs/runner.js';
 import { startServer } from '../../server/src/server.js';
 import { createKey, type Permission } from '../../server/src/services/keys.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
@@ -47,6 +48,7 @@ export interface TestServer {
   url: string;
   db: Database;
   config: Config;
+  jobs: JobRunner;
   createTenant(options?: {
     orgWide?: boolean;
     mcpPermissions?: Permission[];
@@ -84,6 +86,7 @@ export async function startTestServer(
     url: running.url,
     db,
     config,
+    jobs: running.jobs,
     clientFor,
     async createTenant(options = {}) {
       const organization =

@@ -29,6 +29,27 @@ describe('origins', () => {
     expect(originAllowed(app, 'http://localhost:5174')).toBe(false);
   });
 
+  it('matches *.domain against real subdomains only: no empty label, no look-alike suffix', () => {
+    const shop = { website_url: null, authorized_domains: ['*.shop.example', '*.ports.example:8443'] };
+    expect(originAllowed(shop, 'https://a.shop.example')).toBe(true);
+    expect(originAllowed(shop, 'https://a.b.shop.example')).toBe(true);
+    for (const origin of [
+      'https://.shop.example',
+      'https://a..shop.example',
+      'https://a.shop.example.',
+      'https://shop.example',
+      'https://shop.example.evil',
+      'https://evilshop.example',
+      'https://a.shop.example.evil',
+    ]) {
+      expect(originAllowed(shop, origin), origin).toBe(false);
+    }
+    expect(originAllowed(shop, 'https://a.ports.example:8443')).toBe(true);
+    expect(originAllowed(shop, 'https://a.ports.example')).toBe(false);
+    expect(originAllowed({ website_url: null, authorized_domains: ['*.'] }, 'https://a.example')).toBe(false);
+    expect(originAllowed({ website_url: null, authorized_domains: ['*..example'] }, 'https://a..example')).toBe(false);
+  });
+
   it('refuses a missing or opaque origin, and reads the Referer only without an Origin', () => {
     expect(originAllowed(app, null)).toBe(false);
     expect(callerOrigin('null', 'https://shop.example/x')).toBeNull();

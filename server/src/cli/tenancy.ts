@@ -3,6 +3,7 @@
 import type { AppUpdate, KeyPermission } from '@tally/client';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import {
+  type Admin,
   adminClient,
   CliError,
   call,
@@ -155,6 +156,53 @@ interface AppUpdateOptions extends GlobalOptions {
   conversionEvent?: string[];
   retentionDays?: number | typeof FOREVER;
   ipMode?: AppUpdate['ip_mode'];
+  identitySecret?: 'generate' | 'remove-old';
+}
+
+type SecretView = { secret_id: string; created_at: string };
+
+/**
+ * `--identity-secret generate` adds a secret (printed once; at most two are active, so a site can
+ * switch before the old one goes); `remove-old` removes the older of two.
+ */
+async function changeIdentitySecrets(admin: Admin, appId: string, action: 'generate' | 'remove-old') {
+  const path = { app_id: appId };
+  if (action === 'generate') {
+    const created = await call(admin, admin.client.adminIdentitySecretsGenerate({ path }));
+    const { active, secret, ...info } = created;
+    return {
+      extra: { identity_secret: { ...info, secret }, identity_secrets: active },
+      lines: [
+        `Generated identity secret ${info.secret_id}:`,
+        `  ${secret}`,
+        'It is shown only once: store it on your server now. Sign each user id with it:',
+        '  user_hash = hex(HMAC-SHA256(secret, user_id)), passed to ServiceWeb.setUserId(id, { userHash }).',
+        active.length > 1
+          ? `The app now has ${active.length} active secrets; once your site uses the new one, run --identity-secret remove-old.`
+          : 'It is the only active secret of the app.',
+      ],
+    };
+  }
+  const { items } = await call(admin, admin.client.adminIdentitySecretsList({ path }));
+  if (items.length < 2) {
+    throw new CliError(
+      items.length === 0
+        ? 'This app has no identity secret to remove.'
+        : 'This app has one identity secret; remove-old removes the older of two. Generate a new one first (--identity-secret generate), switch your site to it, then remove the old one.',
+    );
+  }
+  const oldest = items[0] as SecretView;
+  const removed = await call(
+    admin,
+    admin.client.adminIdentitySecretsRemove({ path: { app_id: appId, secret_id: oldest.secret_id } }),
+  );
+  return {
+    extra: { identity_secret_removed: removed.secret_id, identity_secrets: removed.active },
+    lines: [
+      `Removed identity secret ${removed.secret_id} (created ${oldest.created_at}); hashes made with it are now refused.`,
+      `Active: ${removed.active.map((a: SecretView) => a.secret_id).join(', ') || 'none'}.`,
+    ],
+  };
 }
 
 function registerApps(program: Command): void {
@@ -192,6 +240,12 @@ function registerApps(program: Command): void {
       .option('--retention-days <n>', 'days to keep data, or "forever"', retentionDays)
       .addOption(
         new Option('--ip-mode <mode>', 'how client IP addresses are stored').choices(['full', 'truncate', 'none']),
+      )
+      .addOption(
+        new Option(
+          '--identity-secret <action>',
+          'generate: a new identity secret for verified identify (printed once); remove-old: remove the older of two',
+        ).choices(['generate', 'remove-old']),
       ),
   ).action(async (appId: string, opts: AppUpdateOptions) => {
     const body: AppUpdate = defined({
@@ -205,10 +259,18 @@ function registerApps(program: Command): void {
       retention_days: opts.retentionDays === FOREVER ? null : opts.retentionDays,
       ip_mode: opts.ipMode,
     });
-    if (Object.keys(body).length === 0) throw new CliError('Nothing to change: give at least one setting flag.');
+    const changes = Object.keys(body).length > 0;
+    if (!changes && !opts.identitySecret) throw new CliError('Nothing to change: give at least one setting flag.');
     const admin = adminClient(opts);
-    const app = await call(admin, admin.client.adminAppsUpdate({ path: { app_id: appId }, body }));
-    print(opts, app, [`Updated app ${app.app_id}.`, ...appSummary(app)]);
+    const path = { app_id: appId };
+    const app = changes
+      ? await call(admin, admin.client.adminAppsUpdate({ path, body }))
+      : await call(admin, admin.client.adminAppsGet({ path }));
+    const secrets = opts.identitySecret ? await changeIdentitySecrets(admin, appId, opts.identitySecret) : null;
+    print(opts, { ...app, ...secrets?.extra }, [
+      ...(changes ? [`Updated app ${app.app_id}.`, ...appSummary(app)] : []),
+      ...(secrets?.lines ?? []),
+    ]);
   });
 }
 

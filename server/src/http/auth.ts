@@ -2,8 +2,9 @@
 // the request, or remembers the precise reason it refused so the error envelope can name it.
 import type { Request } from 'express';
 import type { Knex } from 'knex';
+import type { Logger } from 'pino';
 import type { Config, RateLimitClass } from '../config.js';
-import { AppError, ForbiddenError, rememberAuthFailure } from '../errors.js';
+import { AppError, ForbiddenError, rememberAuthFailure, toAppError } from '../errors.js';
 import {
   authenticateAdmin,
   authenticateMcp,
@@ -13,7 +14,7 @@ import {
   type RestPrincipal,
 } from '../services/keys.js';
 import { operationId } from './dispatch.js';
-import { applyDecision, consume } from './rate-limit.js';
+import { applyDecision, checkAuthFailures, consume, recordAuthFailure } from './rate-limit.js';
 
 const principals = new WeakMap<Request, RestPrincipal | McpPrincipal>();
 
@@ -54,16 +55,34 @@ export function requirePermission(principal: McpPrincipal, permission: Permissio
   }
 }
 
-async function guarded(req: Request, check: () => Promise<void>): Promise<boolean> {
+/**
+ * Runs a credential check behind the per-IP throttle of failed authentications: an IP over its
+ * limit is refused (429) before any lookup, and a credential that is not valid counts against it.
+ * The precise error is remembered for the envelope; anything unexpected (the database is down)
+ * is mapped here too, so the validator never turns it into a 401.
+ */
+export async function checkCredential(config: Config, req: Request, check: () => Promise<void>): Promise<void> {
+  const ip = req.ip ?? '';
+  if (req.res) await checkAuthFailures(config, req.res, ip);
   try {
     await check();
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'INVALID_API_KEY') await recordAuthFailure(config, ip);
+    throw err;
+  }
+}
+
+async function guarded(config: Config, req: Request, check: () => Promise<void>): Promise<boolean> {
+  try {
+    await checkCredential(config, req, check);
     return true;
   } catch (err) {
-    if (err instanceof AppError) {
-      rememberAuthFailure(req, err);
-      throw { status: err.status };
+    const error = toAppError(err, req);
+    if (!(err instanceof AppError) && error.status >= 500) {
+      ((req as { log?: Logger }).log ?? null)?.error({ err }, 'credential check failed');
     }
-    throw err;
+    rememberAuthFailure(req, error);
+    throw { status: error.status };
   }
 }
 
@@ -86,18 +105,18 @@ async function limit(config: Config, req: Request, cls: RateLimitClass, keyId: s
 export function securityHandlers(db: Knex, config: Config) {
   return {
     ApiKeyAuth: (req: Request) =>
-      guarded(req, async () => {
+      guarded(config, req, async () => {
         const principal = await authenticateRest(db, bearer(req));
         await limit(config, req, restClass(req), principal.keyId);
         principals.set(req, principal);
       }),
     McpApiKeyAuth: (req: Request) =>
-      guarded(req, async () => {
+      guarded(config, req, async () => {
         const principal = await authenticateMcp(db, req.header('x-mcp-api-key'));
         requirePermission(principal, 'read');
         await limit(config, req, 'mcp', principal.keyId);
         principals.set(req, principal);
       }),
-    AdminTokenAuth: (req: Request) => guarded(req, () => authenticateAdmin(db, config.adminToken, bearer(req))),
+    AdminTokenAuth: (req: Request) => guarded(config, req, () => authenticateAdmin(db, config.adminToken, bearer(req))),
   };
 }

@@ -6,6 +6,7 @@ import { audienceHandlers } from './audiences.js';
 import { demoHandlers } from './demo.js';
 import type { HandlerTable } from './dispatch.js';
 import { eventHandlers } from './events.js';
+import { identityHandlers } from './identity.js';
 import { mcpResourceHandlers } from './mcp-resources.js';
 import { pushHandlers } from './push.js';
 import { userHandlers } from './users.js';
@@ -18,6 +19,7 @@ export function handlers(ctx: ServiceContext): HandlerTable {
     ...audienceHandlers(ctx),
     ...mcpResourceHandlers(ctx),
     ...adminHandlers(ctx),
+    ...identityHandlers(ctx),
     ...analyticsHandlers(ctx),
     ...demoHandlers(ctx),
     ...pushHandlers(ctx),

@@ -37,15 +37,5 @@ export function opsRouter(database: Database, yaml: string, doc: OpenApiDocument
         .status(404)
         .json(envelope(404, 'NOT_FOUND', 'The API reference has not been generated: run npm run generate.'));
   });
-  // MCP v2 JSON-RPC (Streamable HTTP) lives outside the OpenAPI contract.
-  router.all('/mcp', (req, res, next) => {
-    const stream = (req.header('accept') ?? '').includes('text/event-stream') && req.header('mcp-session-id');
-    if ((req.method === 'GET' && !stream) || !['GET', 'POST', 'DELETE'].includes(req.method)) return next();
-    res.status(501).json({
-      jsonrpc: '2.0',
-      id: null,
-      error: { code: -32601, message: 'The MCP JSON-RPC endpoint is not available in this version of Tally yet.' },
-    });
-  });
   return router;
 }

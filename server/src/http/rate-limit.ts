@@ -2,6 +2,8 @@
 // or, with REDIS_URL, in Redis so several instances share them. Limits come from
 // `config.rateLimits` (null turns every limit off). Every limited response carries
 // X-RateLimit-Limit/Remaining/Reset; a refused one is 429 RATE_LIMIT_EXCEEDED with Retry-After.
+// When the store fails (Redis down), the failure is logged and counted, and the request is let
+// through (RATE_LIMITS_FAIL=open, the default) or refused with 503 (closed).
 import type { NextFunction, Request, Response } from 'express';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -9,6 +11,8 @@ import type { Config, RateLimitClass } from '../config.js';
 import { AppError } from '../errors.js';
 
 const WINDOW_MS = 60_000;
+/** How long Redis commands fail at once after one failed, before the next is tried. */
+const FAIL_FAST_MS = 5_000;
 /** Sweep expired windows once the table holds this many keys, so memory stays bounded. */
 const SWEEP_AT = 10_000;
 
@@ -20,9 +24,14 @@ export interface RateDecision {
   resetAt: number;
 }
 
-/** Counts requests in fixed one-minute windows: `count` is this request's number in its window. */
+/**
+ * Counts requests in fixed one-minute windows: `hit` counts one more and returns this request's
+ * number in its window; `peek` reads the count without adding to it. Both throw when the store
+ * cannot answer.
+ */
 interface WindowStore {
   hit(id: string, now: number): Promise<{ count: number; resetAt: number }>;
+  peek(id: string, now: number): Promise<{ count: number; resetAt: number }>;
   close(): Promise<void>;
 }
 
@@ -40,6 +49,10 @@ function memoryStore(): WindowStore {
       w.count++;
       return { count: w.count, resetAt: w.resetAt };
     },
+    async peek(id, now) {
+      const w = windows.get(id);
+      return w && w.resetAt > now ? { count: w.count, resetAt: w.resetAt } : { count: 0, resetAt: now + WINDOW_MS };
+    },
     async close() {},
   };
 }
@@ -48,48 +61,122 @@ function memoryStore(): WindowStore {
 const HIT_SCRIPT = `local c = redis.call('INCR', KEYS[1])
 if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {c, redis.call('PTTL', KEYS[1])}`;
+// Read the window's counter without counting.
+const PEEK_SCRIPT = `return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}`;
 
-/** Several instances: counters in Redis. If Redis cannot be reached the request is let through. */
+/** Several instances: counters in Redis. */
 function redisStore(url: string, logger: Logger): WindowStore {
   // Bounded waits: a limit check never holds a request for long when Redis is slow or gone.
   const redis = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 250, connectTimeout: 1000 });
-  let warned = false;
+  let reported = false;
   redis.on('error', (err) => {
-    if (!warned) logger.warn({ err: err.message }, 'rate limits: Redis is unreachable; requests are not limited');
-    warned = true;
+    if (!reported) logger.warn({ err: err.message }, 'rate limits: Redis connection error');
+    reported = true;
   });
   redis.on('ready', () => {
-    warned = false;
+    reported = false;
   });
+  // After a command failed, later ones fail at once (instead of each waiting for its timeout)
+  // until Redis is ready again or a few seconds have passed, when one more is tried.
+  let failedAt = 0;
+  redis.on('ready', () => {
+    failedAt = 0;
+  });
+  const run = async (script: string, id: string, now: number, ...args: number[]) => {
+    if (redis.status !== 'ready' && Date.now() - failedAt < FAIL_FAST_MS) throw new Error(`Redis is ${redis.status}`);
+    try {
+      const [count, ttl] = (await redis.eval(script, 1, `tally:rl:${id}`, ...args)) as [number, number];
+      return { count, resetAt: now + (ttl > 0 ? ttl : WINDOW_MS) };
+    } catch (err) {
+      failedAt = Date.now();
+      throw err;
+    }
+  };
   return {
-    async hit(id, now) {
-      try {
-        const [count, ttl] = (await redis.eval(HIT_SCRIPT, 1, `tally:rl:${id}`, WINDOW_MS)) as [number, number];
-        return { count, resetAt: now + (ttl > 0 ? ttl : WINDOW_MS) };
-      } catch {
-        return { count: 0, resetAt: now + WINDOW_MS };
-      }
-    },
+    hit: (id, now) => run(HIT_SCRIPT, id, now, WINDOW_MS),
+    peek: (id, now) => run(PEEK_SCRIPT, id, now),
     async close() {
       redis.disconnect();
     },
   };
 }
 
-/** One store per configuration, shared by every limiter built from it. */
-const stores = new WeakMap<Config, WindowStore>();
+interface Limiter {
+  store: WindowStore;
+  logger: Logger | null;
+  /** Store failures since the limiter opened. */
+  failures: number;
+  /** When a failure was last logged (failures are logged at most once per window). */
+  loggedAt: number;
+}
+
+/** One limiter per configuration, shared by every middleware built from it. */
+const limiters = new WeakMap<Config, Limiter>();
 
 /** Opens the counter store of this configuration (Redis with REDIS_URL, else memory). */
 export function openRateLimits(config: Config, logger: Logger): void {
-  if (!stores.has(config)) stores.set(config, config.redisUrl ? redisStore(config.redisUrl, logger) : memoryStore());
+  if (!limiters.has(config)) {
+    const store = config.redisUrl ? redisStore(config.redisUrl, logger) : memoryStore();
+    limiters.set(config, { store, logger, failures: 0, loggedAt: 0 });
+  }
 }
 
 export async function closeRateLimits(config: Config): Promise<void> {
-  await stores.get(config)?.close();
-  stores.delete(config);
+  await limiters.get(config)?.store.close();
+  limiters.delete(config);
 }
 
-/** Counts one request of `cls` for `key`; null when the class is not limited. */
+/** How many times the rate-limit store failed to answer for this configuration (since it opened). */
+export function rateLimiterFailures(config: Config): number {
+  return limiters.get(config)?.failures ?? 0;
+}
+
+function limiterOf(config: Config): Limiter {
+  let limiter = limiters.get(config);
+  if (!limiter) {
+    limiter = { store: memoryStore(), logger: null, failures: 0, loggedAt: 0 };
+    limiters.set(config, limiter);
+  }
+  return limiter;
+}
+
+/**
+ * Runs one store operation. On failure: counts and logs it, then answers null (fail open: the
+ * request is not limited) or throws 503 SERVICE_UNAVAILABLE (RATE_LIMITS_FAIL=closed).
+ */
+async function ask(
+  config: Config,
+  operation: (store: WindowStore) => Promise<{ count: number; resetAt: number }>,
+  now: number,
+): Promise<{ count: number; resetAt: number } | null> {
+  const limiter = limiterOf(config);
+  try {
+    return await operation(limiter.store);
+  } catch (err) {
+    limiter.failures++;
+    if (now - limiter.loggedAt >= WINDOW_MS) {
+      limiter.loggedAt = now;
+      limiter.logger?.error(
+        { err: (err as Error)?.message, failures: limiter.failures, fail_mode: config.rateLimitsFail },
+        config.rateLimitsFail === 'closed'
+          ? 'rate limits: the store failed; requests are refused with 503 (RATE_LIMITS_FAIL=closed)'
+          : 'rate limits: the store failed; requests are let through unlimited (RATE_LIMITS_FAIL=open)',
+      );
+    }
+    if (config.rateLimitsFail === 'closed') throw serviceUnavailable('rate limiter');
+    return null;
+  }
+}
+
+function serviceUnavailable(what: 'rate limiter'): AppError {
+  return new AppError(
+    503,
+    'SERVICE_UNAVAILABLE',
+    `The ${what} cannot be reached right now, so requests are refused for safety. Retry in a few seconds.`,
+  );
+}
+
+/** Counts one request of `cls` for `key`; null when the class is not limited (or the store failed open). */
 export async function consume(
   config: Config,
   cls: RateLimitClass,
@@ -98,17 +185,19 @@ export async function consume(
 ): Promise<RateDecision | null> {
   const limit = config.rateLimits?.[cls];
   if (!limit) return null;
-  let store = stores.get(config);
-  if (!store) {
-    store = memoryStore();
-    stores.set(config, store);
-  }
-  const { count, resetAt } = await store.hit(`${cls}:${key}`, now);
+  const counted = await ask(config, (store) => store.hit(`${cls}:${key}`, now), now);
+  if (!counted) return null;
+  const { count, resetAt } = counted;
   return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetAt };
 }
 
 /** Sets the rate-limit headers of a decision; returns the 429 error when the request is refused. */
-export function applyDecision(res: Response, decision: RateDecision, now = Date.now()): AppError | null {
+export function applyDecision(
+  res: Response,
+  decision: RateDecision,
+  now = Date.now(),
+  what = 'requests',
+): AppError | null {
   res.setHeader('X-RateLimit-Limit', String(decision.limit));
   res.setHeader('X-RateLimit-Remaining', String(decision.remaining));
   res.setHeader('X-RateLimit-Reset', String(Math.ceil(decision.resetAt / 1000)));
@@ -118,9 +207,29 @@ export function applyDecision(res: Response, decision: RateDecision, now = Date.
   return new AppError(
     429,
     'RATE_LIMIT_EXCEEDED',
-    `Too many requests: at most ${decision.limit} per minute are allowed here. Retry in ${retryAfter} seconds.`,
+    `Too many ${what}: at most ${decision.limit} per minute are allowed here. Retry in ${retryAfter} seconds.`,
     { limit: decision.limit, window: WINDOW_MS / 1000, retry_after: retryAfter },
   );
+}
+
+const AUTH_FAILURES_WHAT = 'failed authentications from your address';
+
+/**
+ * Refuses every credential from an IP that failed authentication `auth_failures` times this
+ * minute: throws 429 before the credential is even looked up.
+ */
+export async function checkAuthFailures(config: Config, res: Response, ip: string, now = Date.now()): Promise<void> {
+  const limit = config.rateLimits?.auth_failures;
+  if (!limit) return;
+  const seen = await ask(config, (store) => store.peek(`auth_failures:${ip}`, now), now);
+  if (!seen || seen.count < limit) return;
+  throw applyDecision(res, { allowed: false, limit, remaining: 0, resetAt: seen.resetAt }, now, AUTH_FAILURES_WHAT)!;
+}
+
+/** Counts one failed authentication of an IP. */
+export async function recordAuthFailure(config: Config, ip: string, now = Date.now()): Promise<void> {
+  if (!config.rateLimits?.auth_failures) return;
+  await ask(config, (store) => store.hit(`auth_failures:${ip}`, now), now);
 }
 
 /**

@@ -1,7 +1,9 @@
 // Serves the browser SDK at /sdk/v1/service-web.js (and /sdk/service-web.js). The bundle is built
 // from sdk-web/src with esbuild on first request and kept in memory (falling back to a prebuilt
 // sdk-web/dist/service-web.js where esbuild is not installed); the default apiBase is embedded:
-// PUBLIC_BASE_URL, else the origin the script was requested from.
+// PUBLIC_BASE_URL, else the origin the script was requested from. That origin comes from the
+// request's Host header, which any client can set, so such a copy is never stored by a cache
+// (`Cache-Control: no-store`): set PUBLIC_BASE_URL to have the script cached.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -82,7 +84,9 @@ export function sdkRouter(config: Config, logger: Logger): Router {
       res.status(500).json(envelope(500, 'INTERNAL_ERROR', 'The browser SDK could not be built on this server.'));
       return;
     }
-    res.setHeader('Cache-Control', `public, max-age=${maxAge}`);
+    // Without PUBLIC_BASE_URL the embedded address came from this request's Host header: a shared
+    // cache must not hand one client's Host to everyone else.
+    res.setHeader('Cache-Control', config.publicBaseUrl ? `public, max-age=${maxAge}` : 'no-store');
     res.setHeader('ETag', v.etag);
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');

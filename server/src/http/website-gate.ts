@@ -1,7 +1,8 @@
-// In front of /v1/website/* (mounted before contract validation): answers CORS preflights, echoes
-// the Origin of callers the app allows (with credentials, so a JSON sendBeacon is delivered), and
-// applies the per-IP-and-app rate limits. Handlers then call `websiteApp(req)`, which answers 404
-// for an unknown app and 403 ORIGIN_NOT_ALLOWED for any other origin.
+// In front of /v1/website/* (mounted before contract validation): answers CORS preflights (rate
+// limited per IP before any database query), echoes the Origin of callers the app allows (with
+// credentials, so a JSON sendBeacon is delivered), and applies the per-IP-and-app rate limits.
+// Handlers then call `websiteApp(req)`, which answers 404 for an unknown app and 403
+// ORIGIN_NOT_ALLOWED for any other origin.
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import type { Knex } from 'knex';
 import type { RateLimitClass } from '../config.js';
@@ -11,7 +12,7 @@ import type { ServiceContext } from '../services/context.js';
 import { callerOrigin, domainCandidates, originAllowed } from '../services/website-origin.js';
 import { type AppRow, findApp } from '../storage/tenancy.js';
 import { appsForHost } from '../storage/website.js';
-import { rateLimit } from './rate-limit.js';
+import { applyDecision, consume, rateLimit } from './rate-limit.js';
 
 interface Access {
   appId: string | undefined;
@@ -78,6 +79,10 @@ export function websiteGate(ctx: ServiceContext): Router {
       res.vary('Origin');
       const header = req.header('origin');
       if (req.method === 'OPTIONS') {
+        // A preflight names no app: it is limited per IP, before the database is asked anything.
+        const decision = await consume(ctx.config, 'website_events', `preflight|${req.ip ?? ''}`);
+        const refused = decision ? applyDecision(res, decision) : null;
+        if (refused) return next(refused);
         const origin = callerOrigin(header, undefined);
         if (header !== undefined && (await anyAppAllows(ctx.db, origin))) {
           allowOrigin(res, origin!);

@@ -1,4 +1,5 @@
 // The six website operations called by the browser SDK (no API key: the origin is checked).
+import type { IdentifyRequest } from '@tally/client';
 import type { Request, Response } from 'express';
 import type { ServiceContext } from '../services/context.js';
 import {
@@ -38,8 +39,8 @@ export function websiteHandlers(ctx: ServiceContext) {
       res.json({ success: true, event_id: eventId });
     },
     Website_identify: async (req: Request, res: Response) => {
-      const { visitor_id, user_id } = req.body as { visitor_id: string; user_id: string };
-      const user = await identify(ctx, await websiteApp(ctx, req), visitor_id, user_id);
+      const { visitor_id, user_id, user_hash } = req.body as IdentifyRequest;
+      const user = await identify(ctx, await websiteApp(ctx, req), visitor_id, user_id, user_hash);
       res.json({ success: true, user_id: user.external_id });
     },
     Website_subscribePush: async (req: Request, res: Response) => {

@@ -1,6 +1,8 @@
 // Builds the adapter for an app's stored provider configuration (secrets already opened).
 import type { Knex } from 'knex';
+import type { PushEndpointAllowlist } from '../config.js';
 import { deleteSubscriptions, type PushProviderRow, subscriptionsOf } from '../storage/push.js';
+import type { HostResolver } from './endpoint-guard.js';
 import { OneSignalProvider } from './onesignal.js';
 import type { PushProvider } from './provider.js';
 import { WebhookProvider } from './webhook.js';
@@ -10,7 +12,7 @@ import { WonderPushProvider } from './wonderpush.js';
 export function providerFor(
   row: PushProviderRow,
   secrets: Record<string, string>,
-  deps: { db: Knex; clock: () => Date },
+  deps: { db: Knex; clock: () => Date; allowlist: PushEndpointAllowlist; resolver?: HostResolver },
 ): PushProvider {
   const s = row.settings;
   switch (row.provider) {
@@ -31,6 +33,8 @@ export function providerFor(
         privateKey: secrets.vapid_private_key!,
         subscriptions: (appId, userId) => subscriptionsOf(deps.db, appId, userId, deps.clock()),
         forget: (appId, ids) => deleteSubscriptions(deps.db, appId, ids),
+        allowlist: deps.allowlist,
+        resolver: deps.resolver,
       });
   }
 }

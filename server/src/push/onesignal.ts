@@ -15,11 +15,10 @@
 import {
   isSuccess,
   joinUrl,
-  ProviderError,
   type PushMessage,
   type PushProvider,
   type PushResult,
-  reasonOf,
+  refusal,
   request,
 } from './provider.js';
 
@@ -55,14 +54,16 @@ export class OneSignalProvider implements PushProvider {
       },
       [restApiKey],
     );
-    if (!isSuccess(answer.status)) throw new ProviderError(this.kind, answer.status, reasonOf(answer, [restApiKey]));
+    if (!isSuccess(answer.status)) throw refusal(this.kind, answer, [restApiKey]);
     const result = (answer.json ?? {}) as Record<string, unknown>;
     const id = typeof result.id === 'string' ? result.id : '';
     const errors = result.errors;
     const hasErrors = Array.isArray(errors) ? errors.length > 0 : errors != null && typeof errors === 'object';
     if (!id) {
-      const reason = hasErrors ? reasonOf(answer, [restApiKey]) : 'OneSignal answered without a notification id.';
-      throw new ProviderError(this.kind, answer.status, reason);
+      const reason = /not subscribed/i.test(answer.text)
+        ? 'OneSignal found no subscribed device for this user (it answered without a notification id), so nothing was sent.'
+        : 'OneSignal answered without a notification id, so nothing was sent.';
+      throw refusal(this.kind, answer, [restApiKey], reason);
     }
     return {
       providerMessageId: id,

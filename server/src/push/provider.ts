@@ -1,6 +1,8 @@
 // The one interface every push adapter implements, the error an adapter throws when the provider
-// refuses or fails, and the HTTP helper the adapters share (timeouts, bounded error reasons that
-// never echo a secret).
+// refuses or fails, and the HTTP helper the adapters share (timeouts, no redirects). A refusal is
+// explained in our own words from the provider's status: the provider's reply is never passed on
+// to callers (it may hold anything, including secrets or an internal service's answer); a short,
+// scrubbed excerpt is kept for the server log only.
 import type { AppRow } from '../storage/tenancy.js';
 import type { UserRow } from '../storage/users.js';
 
@@ -31,12 +33,17 @@ export interface PushProvider {
   send(message: PushMessage): Promise<PushResult>;
 }
 
-/** The provider refused the message or could not be reached. `status` is null without an answer. */
+/**
+ * The provider refused the message or could not be reached. `status` is null without an answer;
+ * `reason` is ours and may be shown to callers; `detail` (an excerpt of the provider's reply,
+ * secrets removed) is for the server log only.
+ */
 export class ProviderError extends Error {
   constructor(
     readonly provider: ProviderKind,
     readonly status: number | null,
     readonly reason: string,
+    readonly detail?: string,
   ) {
     super(reason);
   }
@@ -88,20 +95,37 @@ export function scrub(text: string, secrets: string[]): string {
   return out.length > MAX_REASON ? `${out.slice(0, MAX_REASON - 1)}…` : out;
 }
 
-/** A readable reason from a provider's error body: its message fields, else the raw text. */
-export function reasonOf(answer: HttpAnswer, secrets: string[]): string {
-  const body = answer.json as Record<string, unknown> | null;
-  const pick = (v: unknown): string | undefined => {
-    if (typeof v === 'string' && v) return v;
-    if (Array.isArray(v)) return v.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))).join('; ') || undefined;
-    if (v && typeof v === 'object') {
-      const o = v as Record<string, unknown>;
-      return pick(o.message) ?? pick(o.reason) ?? JSON.stringify(o);
-    }
-    return undefined;
-  };
-  const found = body ? (pick(body.errors) ?? pick(body.error) ?? pick(body.message) ?? pick(body.reason)) : undefined;
-  return scrub(found ?? (answer.text.trim() || `HTTP ${answer.status} with an empty body`), secrets);
+const NAMES: Record<ProviderKind, string> = {
+  wonderpush: 'WonderPush',
+  onesignal: 'OneSignal',
+  webpush: 'The push service',
+  webhook: 'The webhook receiver',
+};
+
+/** Our explanation of a refusal with this HTTP status. */
+export function refusalReason(provider: ProviderKind, status: number): string {
+  const name = NAMES[provider];
+  if (status === 401 || status === 403) {
+    return `${name} refused the credentials (HTTP ${status}): check the token, key or secret configured for this app with tally push configure.`;
+  }
+  if (status === 404) return `${name} answered 404: check the base URL and app id configured for this app.`;
+  if (status === 400 || status === 422) return `${name} rejected the request as invalid (HTTP ${status}).`;
+  if (status === 429) return `${name} is rate limiting requests (HTTP 429); try again later.`;
+  if (status >= 500) return `${name} failed on its side (HTTP ${status}); try again later.`;
+  if (status >= 300 && status < 400) {
+    return `${name} answered with a redirect (HTTP ${status}), which Tally does not follow: check the configured URL.`;
+  }
+  return `${name} did not accept the notification (HTTP ${status}).`;
+}
+
+/** The refusal of an answer: our reason, and an excerpt of the reply (secrets removed) for the log. */
+export function refusal(provider: ProviderKind, answer: HttpAnswer, secrets: string[], reason?: string): ProviderError {
+  return new ProviderError(
+    provider,
+    answer.status,
+    reason ?? refusalReason(provider, answer.status),
+    scrub(answer.text.trim(), secrets) || undefined,
+  );
 }
 
 export const isSuccess = (status: number) => status >= 200 && status < 300;

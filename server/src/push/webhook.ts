@@ -10,15 +10,7 @@
 //     "action_url" (tracked click link or null), "timestamp" }
 // Answer: any 2xx is acceptance; an optional JSON `{ "id": "...", "recipients": n }` is recorded.
 import { createHmac } from 'node:crypto';
-import {
-  isSuccess,
-  ProviderError,
-  type PushMessage,
-  type PushProvider,
-  type PushResult,
-  reasonOf,
-  request,
-} from './provider.js';
+import { isSuccess, type PushMessage, type PushProvider, type PushResult, refusal, request } from './provider.js';
 
 export function webhookSignature(secret: string, rawBody: string): string {
   return `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`;
@@ -55,9 +47,7 @@ export class WebhookProvider implements PushProvider {
       },
       [this.options.secret],
     );
-    if (!isSuccess(answer.status)) {
-      throw new ProviderError(this.kind, answer.status, reasonOf(answer, [this.options.secret]));
-    }
+    if (!isSuccess(answer.status)) throw refusal(this.kind, answer, [this.options.secret]);
     const body = (answer.json ?? {}) as Record<string, unknown>;
     return {
       providerMessageId: typeof body.id === 'string' && body.id ? body.id : null,

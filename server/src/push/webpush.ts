@@ -1,17 +1,22 @@
 // Web Push adapter (RFC 8030/8291/8292): one encrypted message to each browser subscription the
 // user registered through the SDK, signed with the app's VAPID keys.
 //
-// `web-push` builds each request (VAPID JWT, aes128gcm encryption); we send it with fetch rather
-// than its sendNotification, which only speaks https and has no uniform timeout handling.
+// `web-push` builds each request (VAPID JWT, aes128gcm encryption); we send it ourselves rather
+// than with its sendNotification: the endpoint came from a browser, so it is checked again before
+// each send (endpoint-guard.ts) and the connection goes to the checked address (pinned-request.ts).
 // Outbound request, per subscription:
 //   POST <subscription endpoint>
 //   Authorization: vapid t=<ES256 JWT {aud: endpoint origin, exp, sub: vapid_subject}>, k=<VAPID public key>
 //   Content-Encoding: aes128gcm, Content-Type: application/octet-stream, TTL: 86400, Urgency: normal
 //   body: aes128gcm of JSON { "title", "body", "url" (tracked click link or null), "delivery_id" }
 // Answer: 201 Created (accepted for delivery; `Location` names the message); other 2xx: sent;
-// 404/410: the subscription is gone and is removed; anything else: failure.
+// 404/410: the subscription is gone and is removed; anything else: failure. The push service's
+// reply is never passed on: only its status and our reason.
 import webPush, { type RequestDetails } from 'web-push';
-import { isSuccess, ProviderError, type PushMessage, type PushProvider, type PushResult, request } from './provider.js';
+import type { PushEndpointAllowlist } from '../config.js';
+import { EndpointRefusedError, type HostResolver, resolvePushEndpoint } from './endpoint-guard.js';
+import { pinnedRequest } from './pinned-request.js';
+import { isSuccess, ProviderError, type PushMessage, type PushProvider, type PushResult } from './provider.js';
 
 export interface WebPushSubscription {
   id: string;
@@ -26,6 +31,10 @@ export interface WebPushOptions {
   privateKey: string;
   subscriptions(appId: string, userId: string): Promise<WebPushSubscription[]>;
   forget(appId: string, ids: string[]): Promise<void>;
+  /** Endpoints exempt from the https and public-address rules. */
+  allowlist: PushEndpointAllowlist;
+  /** How endpoint hosts are resolved (the system resolver unless a test passes a stub). */
+  resolver?: HostResolver;
 }
 
 export const generateVapidKeys = () => webPush.generateVAPIDKeys();
@@ -70,6 +79,19 @@ export class WebPushProvider implements PushProvider {
   }
 
   private async sendOne(s: WebPushSubscription, payload: string) {
+    let target: Awaited<ReturnType<typeof resolvePushEndpoint>>;
+    try {
+      target = await resolvePushEndpoint(s.endpoint, this.options.allowlist, this.options.resolver);
+    } catch (err) {
+      if (!(err instanceof EndpointRefusedError)) throw err;
+      return {
+        ok: false,
+        gone: false,
+        status: null,
+        reason: `The subscription's endpoint is refused: ${err.reason}.`,
+        location: null,
+      };
+    }
     let details: RequestDetails;
     try {
       details = webPush.generateRequestDetails(
@@ -90,7 +112,7 @@ export class WebPushProvider implements PushProvider {
         ok: false,
         gone: false,
         status: null,
-        reason: `The subscription could not be used: ${(err as Error).message}`,
+        reason: `The subscription's keys could not be used: ${(err as Error).message}`,
         location: null,
       };
     }
@@ -100,19 +122,18 @@ export class WebPushProvider implements PushProvider {
         .map(([k, v]) => [k, String(v)]),
     );
     try {
-      const answer = await request(this.kind, details.endpoint, {
+      const answer = await pinnedRequest(this.kind, target, {
         method: 'POST',
         headers,
         body: details.body ? new Uint8Array(details.body) : undefined,
       });
       const ok = isSuccess(answer.status);
+      const gone = answer.status === 404 || answer.status === 410;
       return {
         ok,
-        gone: answer.status === 404 || answer.status === 410,
+        gone,
         status: answer.status,
-        reason: ok
-          ? ''
-          : `The push service answered ${answer.status}${answer.text.trim() ? `: ${answer.text.trim().slice(0, 200)}` : ''}.`,
+        reason: ok ? '' : webPushRefusal(answer.status, gone),
         location: answer.headers.get('location'),
       };
     } catch (err) {
@@ -120,4 +141,15 @@ export class WebPushProvider implements PushProvider {
       return { ok: false, gone: false, status: e.status ?? null, reason: e.reason ?? String(err), location: null };
     }
   }
+}
+
+/** Our reason for a push service's refusal (its reply body is never passed on). */
+function webPushRefusal(status: number, gone: boolean): string {
+  if (gone)
+    return `The push service answered ${status}: the subscription has expired or was removed, so Tally forgot it.`;
+  if (status === 401 || status === 403) return `The push service answered ${status}: it refused the VAPID signature.`;
+  if (status === 413) return 'The push service answered 413: the notification is too large.';
+  if (status === 429) return 'The push service answered 429: it is rate limiting; try again later.';
+  if (status >= 500) return `The push service answered ${status}: it failed on its side; try again later.`;
+  return `The push service answered ${status} and did not accept the notification.`;
 }

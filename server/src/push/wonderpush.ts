@@ -11,11 +11,10 @@
 import {
   isSuccess,
   joinUrl,
-  ProviderError,
   type PushMessage,
   type PushProvider,
   type PushResult,
-  reasonOf,
+  refusal,
   request,
 } from './provider.js';
 
@@ -41,7 +40,7 @@ export class WonderPushProvider implements PushProvider {
       },
       [accessToken],
     );
-    if (!isSuccess(answer.status)) throw new ProviderError(this.kind, answer.status, reasonOf(answer, [accessToken]));
+    if (!isSuccess(answer.status)) throw refusal(this.kind, answer, [accessToken]);
     const body = (answer.json ?? {}) as Record<string, unknown>;
     const id = body.notificationId ?? body.deliveryId ?? body.campaignId ?? body.id;
     return {

@@ -7,12 +7,15 @@ import type { Llm } from '../llm/index.js';
 import type { SandboxDatabase } from '../storage/sandbox.js';
 import type { Ingestor } from './ingest.js';
 
+/** The current time; tests pass a fixed or controllable clock. */
+export type Clock = () => Date;
+
 export interface ServiceContext {
   readonly db: Knex;
   readonly config: Config;
   readonly logger: Logger;
   /** The current time; tests pass a fixed clock. */
-  readonly clock: () => Date;
+  readonly clock: Clock;
   /** Writes events with group commit. */
   readonly ingestor: Ingestor;
   /** The configured language model, or null: callers then use their built-in engines. */

@@ -225,7 +225,14 @@ export async function prepareProvider(ctx: ServiceContext, app: AppRow): Promise
       "The push provider's secrets cannot be read: SECRET_KEY is unset or has changed since the provider was configured. An operator must configure the provider again.",
     );
   }
-  return { row, provider: providerFor(row, secrets, { db: ctx.db, clock: ctx.clock }) };
+  return {
+    row,
+    provider: providerFor(row, secrets, {
+      db: ctx.db,
+      clock: ctx.clock,
+      allowlist: ctx.config.pushEndpointAllowlist,
+    }),
+  };
 }
 
 /**
@@ -289,8 +296,16 @@ export async function deliver(
       recipients: 0,
       created_at: ctx.clock(),
     });
+    // The provider's own reply goes to the log only, never to the caller.
     ctx.logger.warn(
-      { app_id: app.id, delivery_id: id, provider: failure.provider, status: failure.status },
+      {
+        app_id: app.id,
+        delivery_id: id,
+        provider: failure.provider,
+        status: failure.status,
+        reason: failure.reason,
+        ...(failure.detail ? { provider_reply: failure.detail } : {}),
+      },
       'push refused',
     );
     throw new AppError(

@@ -30,10 +30,15 @@ function propertiesPatch(properties: Record<string, unknown> | undefined) {
   return { set, remove };
 }
 
+/**
+ * Creates or updates a user. `createdVia` records where a new user came from (the REST API
+ * unless a website endpoint says otherwise); an existing user keeps its origin.
+ */
 export async function upsertUser(
   ctx: ServiceContext,
   appId: string,
   input: UserInput,
+  createdVia: 'api' | 'website' = 'api',
 ): Promise<{ user: UserRow; created: boolean }> {
   const errors: FieldError[] = [];
   checkIdentifier(input.user_id, '/body/user_id', errors);
@@ -69,6 +74,7 @@ export async function upsertUser(
         origin: input.origin === undefined ? null : JSON.stringify(input.origin),
         created_at: now,
         updated_at: now,
+        created_via: createdVia,
       })
       .onConflict(['app_id', 'external_id'])
       .merge(changes)

@@ -1,5 +1,6 @@
 // Which web origins may call an app's website endpoints: the origin of its website_url, or a host
-// listed in its authorized_domains (`*.example.com` matches any subdomain, not the bare domain).
+// listed in its authorized_domains (`*.example.com` matches any real subdomain, not the bare
+// domain, and never a host with an empty label such as `.example.com`).
 import type { AppRow } from '../storage/tenancy.js';
 
 function parse(value: string): URL | null {
@@ -25,11 +26,19 @@ function domainEntry(entry: string): string {
   return e.replace(/\/.*$/, '');
 }
 
+/** A host name whose labels are all non-empty: no leading, trailing or doubled dot. */
+function wellFormed(hostname: string): boolean {
+  return hostname !== '' && hostname.split('.').every((label) => label !== '');
+}
+
 function hostMatches(entry: string, url: URL): boolean {
+  if (!wellFormed(url.hostname)) return false;
   const d = domainEntry(entry);
   if (d.startsWith('*.')) {
-    const suffix = d.slice(1); // ".example.com"
-    return url.hostname.endsWith(suffix) || url.host.endsWith(suffix);
+    // "*.example.com" or "*.example.com:8443": one or more labels in front of the base domain.
+    const [, base = '', port] = /^\*\.([^:]*)(?::(\d+))?$/.exec(d) ?? [];
+    if (!wellFormed(base) || (port !== undefined && url.port !== port)) return false;
+    return url.hostname.length > base.length + 1 && url.hostname.endsWith(`.${base}`);
   }
   return d === url.hostname || d === url.host;
 }

@@ -5,6 +5,7 @@
 import type { VisitRequest } from '@tally/client';
 import { type FieldError, ForbiddenError, ValidationError } from '../errors.js';
 import { uuidv7 } from '../ids.js';
+import { checkPushEndpoint } from '../push/endpoint-guard.js';
 import type { AppRow } from '../storage/tenancy.js';
 import { findAlias, findUserByExternalId, findUserByIdentifier, resolveIdentifiers } from '../storage/users.js';
 import {
@@ -17,6 +18,7 @@ import {
 } from '../storage/website.js';
 import { classifyVisit } from './bot-detection.js';
 import type { ServiceContext } from './context.js';
+import { checkUserHash, IdentityNotVerifiedError } from './identity.js';
 import { checkIdentifier, checkProperties, checkTimestamp } from './limits.js';
 import { webPushPublicKey } from './push.js';
 import { upsertUser } from './users.js';
@@ -31,6 +33,33 @@ export interface Caller {
 function refuse(errors: FieldError[]): void {
   if (errors.length > 0)
     throw new ValidationError(`Invalid request: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
+}
+
+/**
+ * Where a user came from (`users.created_via`): the REST API (and admin, demo data), a browser
+ * without proof of identity, or a browser with a valid user_hash. Only `website` users may be
+ * reached from a browser without a hash.
+ */
+export type CreatedVia = 'api' | 'website' | 'website_verified';
+
+/** The internal id of the user `visitorId` names, created as a website user when it is new. */
+async function visitorUser(ctx: ServiceContext, appId: string, visitorId: string, at: Date): Promise<string> {
+  const known = (await resolveIdentifiers(ctx.db, appId, [visitorId])).get(visitorId);
+  if (known) return known;
+  const now = ctx.clock();
+  await ctx
+    .db('users')
+    .insert({
+      id: uuidv7(now.getTime()),
+      app_id: appId,
+      external_id: visitorId,
+      created_at: at < now ? at : now,
+      updated_at: now,
+      created_via: 'website',
+    })
+    .onConflict(['app_id', 'external_id'])
+    .ignore();
+  return (await resolveIdentifiers(ctx.db, appId, [visitorId])).get(visitorId)!;
 }
 
 /** The IP as the app's privacy setting allows it to be stored. */
@@ -75,12 +104,17 @@ export async function upsertWebsiteUser(ctx: ServiceContext, app: AppRow, input:
   if (fullName) properties.name = fullName;
   // origin records where the user came from first; a later form on another page keeps it.
   const existing = await findUserByIdentifier(ctx.db, app.id, key);
-  const { user } = await upsertUser(ctx, app.id, {
-    user_id: key,
-    email: input.email.trim(),
-    properties,
-    ...(existing ? {} : { origin: { channel: 'website', website_url: input.websiteUrl } }),
-  });
+  const { user } = await upsertUser(
+    ctx,
+    app.id,
+    {
+      user_id: key,
+      email: input.email.trim(),
+      properties,
+      ...(existing ? {} : { origin: { channel: 'website', website_url: input.websiteUrl } }),
+    },
+    'website',
+  );
   return user;
 }
 
@@ -125,6 +159,8 @@ export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInp
   });
   const visitId = uuidv7(now.getTime());
   const ip = storedIp(app, caller.ip);
+  // Created here (not by ingestion) so that the new user is marked as coming from the website.
+  const userId = await visitorUser(ctx, app.id, input.visitor_id, at);
   const path = input.path ?? new URL(input.visit_url).pathname;
   const properties: Record<string, unknown> = { url: input.visit_url, path, visit_id: visitId };
   if (input.referrer) properties.referrer = input.referrer;
@@ -143,7 +179,6 @@ export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInp
       isBot: verdict.isBot,
     },
   ]);
-  const userId = (await resolveIdentifiers(ctx.db, app.id, [input.visitor_id])).get(input.visitor_id)!;
   await insertVisit(ctx.db, {
     id: visitId,
     app_id: app.id,
@@ -183,8 +218,8 @@ export async function trackWebsiteEvent(ctx: ServiceContext, app: AppRow, input:
   const properties = { ...(input.properties ?? {}) };
   if (input.url !== undefined && properties.url === undefined) properties.url = input.url;
   // A visitor whose visits are classified as bots sends bot traffic.
-  const known = (await resolveIdentifiers(ctx.db, app.id, [input.visitor_id])).get(input.visitor_id);
-  const isBot = known ? ((await latestVisitIsBot(ctx.db, app.id, known)) ?? false) : false;
+  const known = await visitorUser(ctx, app.id, input.visitor_id, at);
+  const isBot = (await latestVisitIsBot(ctx.db, app.id, known)) ?? false;
   const [result] = await ctx.ingestor.submit([
     {
       appId: app.id,
@@ -202,26 +237,48 @@ export async function trackWebsiteEvent(ctx: ServiceContext, app: AppRow, input:
   return result!.eventId;
 }
 
+const NOT_VERIFIED_TARGET = (userId: string) =>
+  `The user "${userId}" was not created from the website, so a browser may only link to it with a valid user_hash. Compute the hash on your server (hex HMAC-SHA256 of the user id with the app's identity secret) and pass it to ServiceWeb.setUserId(id, { userHash }).`;
+const NOT_VERIFIED_VISITOR = (visitorId: string) =>
+  `The visitor id "${visitorId}" names a user that was not created from the website, so it is not an anonymous visitor and cannot be linked to another user without a valid user_hash.`;
+
 /**
  * Links the visitor to the user `userId` (created if new): an anonymous visitor's events,
  * visits and subscriptions move to that user and `visitorId` becomes its alias. A visitor id
- * that already names a known user (it has an email, a phone or aliases) is never merged into
- * another user: that is a different person signing in on the same browser.
+ * that already names a known user (it has an email, a phone or aliases, or it was not created
+ * anonymously from the website) is never merged into another user: that is a different person
+ * signing in on the same browser.
+ *
+ * Identity verification: with a valid `userHash` any user may be named. Without one, only a
+ * user created from the website may be reached, and a visitor id naming any other user is
+ * refused: both 403 IDENTITY_NOT_VERIFIED (as is a wrong hash).
  */
-export async function identify(ctx: ServiceContext, app: AppRow, visitorId: string, userId: string) {
+export async function identify(ctx: ServiceContext, app: AppRow, visitorId: string, userId: string, userHash?: string) {
   const errors: FieldError[] = [];
   checkIdentifier(visitorId, '/body/visitor_id', errors);
   checkIdentifier(userId, '/body/user_id', errors);
   refuse(errors);
+  const verified = (await checkUserHash(ctx, app.id, userId, userHash)) === true;
   const now = ctx.clock();
   let merged: { from: string; to: string } | null = null;
   const user = await ctx.db.transaction(async (trx) => {
+    const reachable = (u: { created_via: CreatedVia }) => verified || u.created_via === 'website';
     const createUser = async () => {
       await trx('users')
-        .insert({ id: uuidv7(now.getTime()), app_id: app.id, external_id: userId, created_at: now, updated_at: now })
+        .insert({
+          id: uuidv7(now.getTime()),
+          app_id: app.id,
+          external_id: userId,
+          created_at: now,
+          updated_at: now,
+          created_via: verified ? 'website_verified' : 'website',
+        })
         .onConflict(['app_id', 'external_id'])
         .ignore();
-      return (await findUserByExternalId(trx, app.id, userId))!;
+      const created = (await findUserByExternalId(trx, app.id, userId))!;
+      // The REST API may have created it in the meantime.
+      if (!reachable(created)) throw new IdentityNotVerifiedError(NOT_VERIFIED_TARGET(userId));
+      return created;
     };
     const addAlias = (ownerId: string) =>
       trx('user_aliases')
@@ -230,20 +287,29 @@ export async function identify(ctx: ServiceContext, app: AppRow, visitorId: stri
         .ignore();
 
     let target = await findUserByIdentifier(trx, app.id, userId);
+    if (target && !reachable(target)) throw new IdentityNotVerifiedError(NOT_VERIFIED_TARGET(userId));
     const visitor = await trx('users').where({ app_id: app.id, external_id: visitorId }).forUpdate().first();
+    const visitorOwner = visitor ?? (await findUserByIdentifier(trx, app.id, visitorId));
+    if (!verified && visitorOwner && visitorOwner.id !== target?.id && visitorOwner.created_via !== 'website') {
+      throw new IdentityNotVerifiedError(NOT_VERIFIED_VISITOR(visitorId));
+    }
     if (!visitor) {
       target ??= await createUser();
       if (visitorId !== userId && !(await findAlias(trx, app.id, visitorId))) await addAlias(target.id);
       return target;
     }
     if (target?.id === visitor.id) return target;
-    const anonymous = !visitor.email && !visitor.phone && !(await hasAliases(trx, app.id, visitor.id));
+    const anonymous =
+      visitor.created_via === 'website' &&
+      !visitor.email &&
+      !visitor.phone &&
+      !(await hasAliases(trx, app.id, visitor.id));
     if (!anonymous) return target ?? (await createUser());
     if (!target) {
       // The visitor becomes the user: one row update keeps its whole history in place.
       const [renamed] = await trx('users')
         .where({ app_id: app.id, id: visitor.id })
-        .update({ external_id: userId, updated_at: now })
+        .update({ external_id: userId, updated_at: now, created_via: verified ? 'website_verified' : 'website' })
         .returning('*');
       await addAlias(visitor.id);
       return renamed;
@@ -263,14 +329,28 @@ export async function identify(ctx: ServiceContext, app: AppRow, visitorId: stri
 export interface PushSubscriptionInput {
   visitor_id: string;
   subscription: { endpoint: string; expirationTime?: number | null; keys: { p256dh: string; auth: string } };
+  user_hash?: string;
 }
 
+/**
+ * Registers a browser's Web Push subscription for the visitor. The endpoint must be a public
+ * https push service (400 otherwise); a visitor id naming a user that was not created
+ * anonymously from the website needs that user's user_hash (403 IDENTITY_NOT_VERIFIED), so that
+ * no page can route another user's notifications to its own browser.
+ */
 export async function subscribePush(ctx: ServiceContext, app: AppRow, input: PushSubscriptionInput) {
   const errors: FieldError[] = [];
   checkIdentifier(input.visitor_id, '/body/visitor_id', errors);
   refuse(errors);
+  await checkPushEndpoint(input.subscription.endpoint, ctx.config.pushEndpointAllowlist, '/body/subscription/endpoint');
+  const verified = (await checkUserHash(ctx, app.id, input.visitor_id, input.user_hash)) === true;
   const now = ctx.clock();
   let user = await findUserByIdentifier(ctx.db, app.id, input.visitor_id);
+  if (user && !verified && user.created_via !== 'website') {
+    throw new IdentityNotVerifiedError(
+      `The visitor id "${input.visitor_id}" names a user that was not created anonymously from the website; registering a push subscription for it needs its user_hash (pass it to ServiceWeb.setUserId(id, { userHash }) before subscribePush).`,
+    );
+  }
   if (!user) {
     await ctx
       .db('users')
@@ -280,10 +360,16 @@ export async function subscribePush(ctx: ServiceContext, app: AppRow, input: Pus
         external_id: input.visitor_id,
         created_at: now,
         updated_at: now,
+        created_via: verified ? 'website_verified' : 'website',
       })
       .onConflict(['app_id', 'external_id'])
       .ignore();
     user = (await findUserByExternalId(ctx.db, app.id, input.visitor_id))!;
+    if (!verified && user.created_via !== 'website') {
+      throw new IdentityNotVerifiedError(
+        `The visitor id "${input.visitor_id}" now names a user created through the REST API.`,
+      );
+    }
   }
   const { endpoint, expirationTime, keys } = input.subscription;
   return upsertPushSubscription(

@@ -276,7 +276,6 @@ export class QueryTooExpensive extends Error {
 class EmbeddedSandbox implements SandboxDatabase {
   readonly embedded = true;
   private tail: Promise<unknown> = Promise.resolve();
-  private analyzedAt = 0;
 
   constructor(
     private readonly knex: Knex,
@@ -297,11 +296,6 @@ class EmbeddedSandbox implements SandboxDatabase {
     const client = (await this.knex.client.acquireConnection()) as pg.Client;
     let open = false;
     try {
-      // PGlite runs no autovacuum: without statistics the cost check would guess blindly.
-      if (Date.now() - this.analyzedAt > 10 * 60_000) {
-        await client.query('ANALYZE public.events, public.users');
-        this.analyzedAt = Date.now();
-      }
       const text = wrapStatement(q.statement);
       const values = [q.appId, ...q.params];
       const result = await this.host.withTimeCap(q.timeoutMs, async () => {

@@ -122,3 +122,7 @@ export async function putSetting(db: Knex, key: string, value: unknown): Promise
     .onConflict('key')
     .merge();
 }
+
+/** Every app's id, for maintenance jobs that work app by app. */
+export const allAppIds = async (db: Knex): Promise<string[]> =>
+  (await db('apps').select('id').orderBy('id')).map((r: { id: string }) => r.id);

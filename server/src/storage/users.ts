@@ -13,6 +13,8 @@ export interface UserRow {
   updated_at: Date;
   last_active: Date | null;
   event_count: string; // bigint
+  /** Where the user was created: `api`, `website` (a browser, unverified) or `website_verified`. */
+  created_via: 'api' | 'website' | 'website_verified';
 }
 
 export interface AliasRow {

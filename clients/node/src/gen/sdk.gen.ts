@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AdminAppsCreateData, AdminAppsCreateErrors, AdminAppsCreateResponses, AdminAppsGetData, AdminAppsGetErrors, AdminAppsGetResponses, AdminAppsListData, AdminAppsListErrors, AdminAppsListResponses, AdminAppsUpdateData, AdminAppsUpdateErrors, AdminAppsUpdateResponses, AdminCampaignsCreateData, AdminCampaignsCreateErrors, AdminCampaignsCreateResponses, AdminCampaignsListData, AdminCampaignsListErrors, AdminCampaignsListResponses, AdminCampaignsPauseData, AdminCampaignsPauseErrors, AdminCampaignsPauseResponses, AdminCampaignsResumeData, AdminCampaignsResumeErrors, AdminCampaignsResumeResponses, AdminDemoSeedData, AdminDemoSeedErrors, AdminDemoSeedResponses, AdminKeysCreateData, AdminKeysCreateErrors, AdminKeysCreateResponses, AdminKeysListData, AdminKeysListErrors, AdminKeysListResponses, AdminKeysRevokeData, AdminKeysRevokeErrors, AdminKeysRevokeResponses, AdminOrganizationsCreateData, AdminOrganizationsCreateErrors, AdminOrganizationsCreateResponses, AdminOrganizationsGetData, AdminOrganizationsGetErrors, AdminOrganizationsGetResponses, AdminOrganizationsListData, AdminOrganizationsListErrors, AdminOrganizationsListResponses, AdminOrganizationsUpdateData, AdminOrganizationsUpdateErrors, AdminOrganizationsUpdateResponses, AdminPushConfigureData, AdminPushConfigureErrors, AdminPushConfigureResponses, AdminPushGetData, AdminPushGetErrors, AdminPushGetResponses, AdminVersionsAddData, AdminVersionsAddErrors, AdminVersionsAddResponses, AdminVersionsListData, AdminVersionsListErrors, AdminVersionsListResponses, AnalyticsMetricsData, AnalyticsMetricsErrors, AnalyticsMetricsResponses, AnalyticsQueryData, AnalyticsQueryErrors, AnalyticsQueryResponses, AudiencesCreateData, AudiencesCreateErrors, AudiencesCreateResponses, AudiencesListData, AudiencesListErrors, AudiencesListResponses, EventsTrackBatchData, EventsTrackBatchErrors, EventsTrackBatchResponses, EventsTrackData, EventsTrackErrors, EventsTrackResponses, McpAppVersionsData, McpAppVersionsErrors, McpAppVersionsResponses, McpAuthData, McpAuthErrors, McpAuthResponses, McpDocsData, McpDocsErrors, McpDocsResponses, McpEngagementData, McpEngagementErrors, McpEngagementResponses, McpEventAnalyticsData, McpEventAnalyticsErrors, McpEventAnalyticsResponses, McpEventsData, McpEventsErrors, McpEventsResponses, McpFunnelsData, McpFunnelsErrors, McpFunnelsResponses, McpGetAppData, McpGetAppErrors, McpGetAppResponses, McpGetAudienceData, McpGetAudienceErrors, McpGetAudienceResponses, McpGetCampaignData, McpGetCampaignErrors, McpGetCampaignResponses, McpGetUserData, McpGetUserErrors, McpGetUserResponses, McpInfoData, McpInfoErrors, McpInfoResponses, McpListAudiencesData, McpListAudiencesErrors, McpListAudiencesResponses, McpListCampaignsData, McpListCampaignsErrors, McpListCampaignsResponses, McpResourcesData, McpResourcesErrors, McpResourcesResponses, PushClickData, PushClickErrors, PushSendData, PushSendErrors, PushSendResponses, UsersCreateAliasData, UsersCreateAliasErrors, UsersCreateAliasResponses, UsersEraseData, UsersEraseErrors, UsersEraseResponses, UsersExportData, UsersExportErrors, UsersExportResponses, UsersReplaceIdData, UsersReplaceIdErrors, UsersReplaceIdResponses, UsersUpsertData, UsersUpsertErrors, UsersUpsertResponses, WebsiteConfigData, WebsiteConfigErrors, WebsiteConfigResponses, WebsiteIdentifyData, WebsiteIdentifyErrors, WebsiteIdentifyResponses, WebsiteLogVisitData, WebsiteLogVisitErrors, WebsiteLogVisitResponses, WebsiteSubscribePushData, WebsiteSubscribePushErrors, WebsiteSubscribePushResponses, WebsiteTrackEventData, WebsiteTrackEventErrors, WebsiteTrackEventResponses, WebsiteUpsertUserData, WebsiteUpsertUserErrors, WebsiteUpsertUserResponses } from './types.gen.js';
+import type { AdminAppsCreateData, AdminAppsCreateErrors, AdminAppsCreateResponses, AdminAppsGetData, AdminAppsGetErrors, AdminAppsGetResponses, AdminAppsListData, AdminAppsListErrors, AdminAppsListResponses, AdminAppsUpdateData, AdminAppsUpdateErrors, AdminAppsUpdateResponses, AdminCampaignsCreateData, AdminCampaignsCreateErrors, AdminCampaignsCreateResponses, AdminCampaignsListData, AdminCampaignsListErrors, AdminCampaignsListResponses, AdminCampaignsPauseData, AdminCampaignsPauseErrors, AdminCampaignsPauseResponses, AdminCampaignsResumeData, AdminCampaignsResumeErrors, AdminCampaignsResumeResponses, AdminDemoSeedData, AdminDemoSeedErrors, AdminDemoSeedResponses, AdminIdentitySecretsGenerateData, AdminIdentitySecretsGenerateErrors, AdminIdentitySecretsGenerateResponses, AdminIdentitySecretsListData, AdminIdentitySecretsListErrors, AdminIdentitySecretsListResponses, AdminIdentitySecretsRemoveData, AdminIdentitySecretsRemoveErrors, AdminIdentitySecretsRemoveResponses, AdminKeysCreateData, AdminKeysCreateErrors, AdminKeysCreateResponses, AdminKeysListData, AdminKeysListErrors, AdminKeysListResponses, AdminKeysRevokeData, AdminKeysRevokeErrors, AdminKeysRevokeResponses, AdminOrganizationsCreateData, AdminOrganizationsCreateErrors, AdminOrganizationsCreateResponses, AdminOrganizationsGetData, AdminOrganizationsGetErrors, AdminOrganizationsGetResponses, AdminOrganizationsListData, AdminOrganizationsListErrors, AdminOrganizationsListResponses, AdminOrganizationsUpdateData, AdminOrganizationsUpdateErrors, AdminOrganizationsUpdateResponses, AdminPushConfigureData, AdminPushConfigureErrors, AdminPushConfigureResponses, AdminPushGetData, AdminPushGetErrors, AdminPushGetResponses, AdminVersionsAddData, AdminVersionsAddErrors, AdminVersionsAddResponses, AdminVersionsListData, AdminVersionsListErrors, AdminVersionsListResponses, AnalyticsMetricsData, AnalyticsMetricsErrors, AnalyticsMetricsResponses, AnalyticsQueryData, AnalyticsQueryErrors, AnalyticsQueryResponses, AudiencesCreateData, AudiencesCreateErrors, AudiencesCreateResponses, AudiencesListData, AudiencesListErrors, AudiencesListResponses, EventsTrackBatchData, EventsTrackBatchErrors, EventsTrackBatchResponses, EventsTrackData, EventsTrackErrors, EventsTrackResponses, McpAppVersionsData, McpAppVersionsErrors, McpAppVersionsResponses, McpAuthData, McpAuthErrors, McpAuthResponses, McpDocsData, McpDocsErrors, McpDocsResponses, McpEngagementData, McpEngagementErrors, McpEngagementResponses, McpEventAnalyticsData, McpEventAnalyticsErrors, McpEventAnalyticsResponses, McpEventsData, McpEventsErrors, McpEventsResponses, McpFunnelsData, McpFunnelsErrors, McpFunnelsResponses, McpGetAppData, McpGetAppErrors, McpGetAppResponses, McpGetAudienceData, McpGetAudienceErrors, McpGetAudienceResponses, McpGetCampaignData, McpGetCampaignErrors, McpGetCampaignResponses, McpGetUserData, McpGetUserErrors, McpGetUserResponses, McpInfoData, McpInfoErrors, McpInfoResponses, McpListAudiencesData, McpListAudiencesErrors, McpListAudiencesResponses, McpListCampaignsData, McpListCampaignsErrors, McpListCampaignsResponses, McpResourcesData, McpResourcesErrors, McpResourcesResponses, PushClickData, PushClickErrors, PushSendData, PushSendErrors, PushSendResponses, UsersCreateAliasData, UsersCreateAliasErrors, UsersCreateAliasResponses, UsersEraseData, UsersEraseErrors, UsersEraseResponses, UsersExportData, UsersExportErrors, UsersExportResponses, UsersReplaceIdData, UsersReplaceIdErrors, UsersReplaceIdResponses, UsersUpsertData, UsersUpsertErrors, UsersUpsertResponses, WebsiteConfigData, WebsiteConfigErrors, WebsiteConfigResponses, WebsiteIdentifyData, WebsiteIdentifyErrors, WebsiteIdentifyResponses, WebsiteLogVisitData, WebsiteLogVisitErrors, WebsiteLogVisitResponses, WebsiteSubscribePushData, WebsiteSubscribePushErrors, WebsiteSubscribePushResponses, WebsiteTrackEventData, WebsiteTrackEventErrors, WebsiteTrackEventResponses, WebsiteUpsertUserData, WebsiteUpsertUserErrors, WebsiteUpsertUserResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -148,6 +148,49 @@ export class TallySdk extends HeyApiClient {
                 'Content-Type': 'application/json',
                 ...options.headers
             }
+        });
+    }
+    
+    /**
+     * List identity secrets
+     *
+     * Lists the app's active identity secrets, oldest first, without their values.
+     */
+    public adminIdentitySecretsList<ThrowOnError extends boolean = false>(options: Options<AdminIdentitySecretsListData, ThrowOnError>) {
+        return (options.client ?? this.client).get<AdminIdentitySecretsListResponses, AdminIdentitySecretsListErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/admin/v1/apps/{app_id}/identity-secrets',
+            ...options
+        });
+    }
+    
+    /**
+     * Generate an identity secret
+     *
+     * Generates a new identity secret for the app and returns it, once. Identity verification
+     * proves to `POST /v1/website/identify` that your server vouches for a user id
+     * (`user_hash = hex(HMAC-SHA256(secret, user_id))`). Two secrets may be active at a time, so a
+     * site can switch to a new one before the old one is removed: 409 when two are active already.
+     * 400 when the server has no `SECRET_KEY` to encrypt it with.
+     */
+    public adminIdentitySecretsGenerate<ThrowOnError extends boolean = false>(options: Options<AdminIdentitySecretsGenerateData, ThrowOnError>) {
+        return (options.client ?? this.client).post<AdminIdentitySecretsGenerateResponses, AdminIdentitySecretsGenerateErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/admin/v1/apps/{app_id}/identity-secrets',
+            ...options
+        });
+    }
+    
+    /**
+     * Remove an identity secret
+     *
+     * Removes one identity secret at once: hashes made with it are refused from then on.
+     */
+    public adminIdentitySecretsRemove<ThrowOnError extends boolean = false>(options: Options<AdminIdentitySecretsRemoveData, ThrowOnError>) {
+        return (options.client ?? this.client).delete<AdminIdentitySecretsRemoveResponses, AdminIdentitySecretsRemoveErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/admin/v1/apps/{app_id}/identity-secrets/{secret_id}',
+            ...options
         });
     }
     
@@ -812,6 +855,12 @@ export class TallySdk extends HeyApiClient {
      *
      * Links the anonymous visitor to a known user (`ServiceWeb.setUserId`): the visitor's events
      * and visits move to `user_id` (created if new) and `visitor_id` becomes its alias.
+     *
+     * Identity verification: with a valid `user_hash` (HMAC-SHA256 of `user_id` with one of the
+     * app's identity secrets, computed by your server) any user may be named. Without one, only a
+     * user that was itself created from the website may be reached, and `visitor_id` must not name
+     * a user created through the REST API: both are refused with 403 `IDENTITY_NOT_VERIFIED`, as is
+     * a wrong `user_hash`.
      */
     public websiteIdentify<ThrowOnError extends boolean = false>(options: Options<WebsiteIdentifyData, ThrowOnError>) {
         return (options.client ?? this.client).post<WebsiteIdentifyResponses, WebsiteIdentifyErrors, ThrowOnError>({
@@ -828,7 +877,11 @@ export class TallySdk extends HeyApiClient {
      * Register a Web Push subscription
      *
      * Registers the browser's Web Push subscription for the visitor, so that pushes sent through
-     * the app's `webpush` provider reach this browser. Rate limit: 60 per minute.
+     * the app's `webpush` provider reach this browser. The endpoint must be an `https:` URL of a
+     * public push service: loopback, private, link-local and other internal addresses are refused
+     * with 400 (hosts in the server's `PUSH_ENDPOINT_ALLOWLIST` excepted). A `visitor_id` naming a
+     * user created through the REST API (or identified with a hash) needs that user's `user_hash`
+     * (403 `IDENTITY_NOT_VERIFIED`). Rate limit: 60 per minute.
      */
     public websiteSubscribePush<ThrowOnError extends boolean = false>(options: Options<WebsiteSubscribePushData, ThrowOnError>) {
         return (options.client ?? this.client).post<WebsiteSubscribePushResponses, WebsiteSubscribePushErrors, ThrowOnError>({

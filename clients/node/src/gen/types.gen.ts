@@ -1115,15 +1115,17 @@ export type ErasedCounts = {
  * | `INSUFFICIENT_PERMISSIONS` | 403 | The MCP key lacks a permission. `details: {required_permission, current_permissions}`. |
  * | `ORIGIN_NOT_ALLOWED` | 403 | A website request came from an origin the app does not allow (or carried neither `Origin` nor `Referer`). |
  * | `ADVANCED_SIGNALS_NOT_ALLOWED` | 403 | A visit carried `advanced_signals` but the app is not in attested advanced mode. |
+ * | `IDENTITY_NOT_VERIFIED` | 403 | A website call named a user without a valid `user_hash`: its `user_hash` is wrong, or the user (or the visitor id) was created through the REST API and needs one. |
  * | `NOT_FOUND` | 404 | The referenced app, user, audience, campaign, delivery or key does not exist, or the credential may not see it. |
  * | `CONFLICT` | 409 | The change clashes with existing state (id already taken, campaign already sent, ...). |
  * | `PAYLOAD_TOO_LARGE` | 413 | The request body is over 1 MB. |
- * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests. `details: {limit, window, retry_after}`; the `Retry-After` header says when to retry. |
+ * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests, or too many failed authentications from one address. `details: {limit, window, retry_after}`; the `Retry-After` header says when to retry. |
  * | `INTERNAL_ERROR` | 500 | An unexpected failure on the server. |
  * | `NOT_IMPLEMENTED` | 501 | The operation is declared but not available in this build yet. |
- * | `PROVIDER_ERROR` | 502 | The push provider refused or failed. `details: {provider, status, reason}`. |
+ * | `PROVIDER_ERROR` | 502 | The push provider refused or failed. `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. |
+ * | `SERVICE_UNAVAILABLE` | 503 | The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached. Retry after the seconds in `Retry-After`. |
  */
-export type ErrorCode = string | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'NOT_FOUND' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR';
+export type ErrorCode = string | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'IDENTITY_NOT_VERIFIED' | 'NOT_FOUND' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR' | 'SERVICE_UNAVAILABLE';
 
 /**
  * The body of every error response, on every surface.
@@ -1380,6 +1382,12 @@ export type IdentifyRequest = {
      * Your identifier of the now-known user; created if new.
      */
     user_id: string;
+    /**
+     * Proof from your server that this browser is `user_id`: the lower-case hex HMAC-SHA256 of
+     * `user_id` keyed with one of the app's identity secrets (64 characters). Required to reach a
+     * user created through the REST API; a wrong hash is refused with 403 `IDENTITY_NOT_VERIFIED`.
+     */
+    user_hash?: string;
 };
 
 /**
@@ -1394,6 +1402,84 @@ export type IdentifyResult = {
      * Identifier (external id) of the user the visitor's events and visits now belong to.
      */
     user_id: string;
+};
+
+/**
+ * A newly generated identity secret, with its value.
+ */
+export type IdentitySecretCreated = {
+    /**
+     * Always `true` on success.
+     */
+    success: true;
+    /**
+     * The secret. Shown only here; Tally keeps it encrypted with the server's `SECRET_KEY`. Your
+     * server signs each user id with it: `user_hash = hex(HMAC-SHA256(secret, user_id))`, and the
+     * page passes the hash to `ServiceWeb.setUserId(id, { userHash })`.
+     */
+    secret: string;
+    /**
+     * Id of the secret (not the secret itself).
+     */
+    secret_id: string;
+    /**
+     * When it was generated.
+     */
+    created_at: string;
+    /**
+     * Every active secret of the app after this change, oldest first (at most two).
+     */
+    active: Array<IdentitySecretInfo>;
+};
+
+/**
+ * An identity secret of an app, without its value.
+ */
+export type IdentitySecretInfo = {
+    /**
+     * Id of the secret (not the secret itself).
+     */
+    secret_id: string;
+    /**
+     * When it was generated.
+     */
+    created_at: string;
+};
+
+/**
+ * An app's active identity secrets, oldest first, without their values.
+ */
+export type IdentitySecretList = {
+    /**
+     * Always `true` on success.
+     */
+    success: true;
+    /**
+     * The items, newest first unless the operation says otherwise.
+     */
+    items: Array<IdentitySecretInfo>;
+};
+
+/**
+ * The secret was removed; hashes made with it are refused from now on.
+ */
+export type IdentitySecretRemoved = {
+    /**
+     * Always `true` on success.
+     */
+    success: true;
+    /**
+     * The removed secret.
+     */
+    secret_id: string;
+    /**
+     * Always `true`.
+     */
+    removed: true;
+    /**
+     * The secrets still active, oldest first.
+     */
+    active: Array<IdentitySecretInfo>;
 };
 
 /**
@@ -2401,6 +2487,12 @@ export type PushSubscriptionRequest = {
      * The subscription returned by `PushManager.subscribe`.
      */
     subscription: WebPushSubscription;
+    /**
+     * The `user_hash` of `visitor_id` (see `IdentifyRequest`), required when `visitor_id` names a
+     * user created through the REST API or identified with a hash: the SDK sends the hash given to
+     * `setUserId`.
+     */
+    user_hash?: string;
 };
 
 /**
@@ -3030,6 +3122,10 @@ export type AdminAppsListErrors = {
      */
     404: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3037,6 +3133,10 @@ export type AdminAppsListErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminAppsListError = AdminAppsListErrors[keyof AdminAppsListErrors];
@@ -3075,6 +3175,10 @@ export type AdminAppsCreateErrors = {
      */
     413: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3082,6 +3186,10 @@ export type AdminAppsCreateErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminAppsCreateError = AdminAppsCreateErrors[keyof AdminAppsCreateErrors];
@@ -3117,6 +3225,10 @@ export type AdminAppsGetErrors = {
      */
     404: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3124,6 +3236,10 @@ export type AdminAppsGetErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminAppsGetError = AdminAppsGetErrors[keyof AdminAppsGetErrors];
@@ -3167,6 +3283,10 @@ export type AdminAppsUpdateErrors = {
      */
     413: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3174,6 +3294,10 @@ export type AdminAppsUpdateErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminAppsUpdateError = AdminAppsUpdateErrors[keyof AdminAppsUpdateErrors];
@@ -3209,6 +3333,10 @@ export type AdminCampaignsListErrors = {
      */
     404: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3216,6 +3344,10 @@ export type AdminCampaignsListErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminCampaignsListError = AdminCampaignsListErrors[keyof AdminCampaignsListErrors];
@@ -3259,6 +3391,10 @@ export type AdminCampaignsCreateErrors = {
      */
     413: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3266,6 +3402,10 @@ export type AdminCampaignsCreateErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminCampaignsCreateError = AdminCampaignsCreateErrors[keyof AdminCampaignsCreateErrors];
@@ -3278,6 +3418,172 @@ export type AdminCampaignsCreateResponses = {
 };
 
 export type AdminCampaignsCreateResponse = AdminCampaignsCreateResponses[keyof AdminCampaignsCreateResponses];
+
+export type AdminIdentitySecretsListData = {
+    body?: never;
+    path: {
+        /**
+         * The app.
+         */
+        app_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/apps/{app_id}/identity-secrets';
+};
+
+export type AdminIdentitySecretsListErrors = {
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
+     */
+    404: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type AdminIdentitySecretsListError = AdminIdentitySecretsListErrors[keyof AdminIdentitySecretsListErrors];
+
+export type AdminIdentitySecretsListResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: IdentitySecretList;
+};
+
+export type AdminIdentitySecretsListResponse = AdminIdentitySecretsListResponses[keyof AdminIdentitySecretsListResponses];
+
+export type AdminIdentitySecretsGenerateData = {
+    body?: never;
+    path: {
+        /**
+         * The app.
+         */
+        app_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/apps/{app_id}/identity-secrets';
+};
+
+export type AdminIdentitySecretsGenerateErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
+     */
+    404: ErrorResponse;
+    /**
+     * The change conflicts with the current state of the resource (`CONFLICT`).
+     */
+    409: ErrorResponse;
+    /**
+     * The request body is larger than 1 MB (`PAYLOAD_TOO_LARGE`).
+     */
+    413: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type AdminIdentitySecretsGenerateError = AdminIdentitySecretsGenerateErrors[keyof AdminIdentitySecretsGenerateErrors];
+
+export type AdminIdentitySecretsGenerateResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: IdentitySecretCreated;
+};
+
+export type AdminIdentitySecretsGenerateResponse = AdminIdentitySecretsGenerateResponses[keyof AdminIdentitySecretsGenerateResponses];
+
+export type AdminIdentitySecretsRemoveData = {
+    body?: never;
+    path: {
+        /**
+         * The app.
+         */
+        app_id: string;
+        /**
+         * The secret to remove.
+         */
+        secret_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/apps/{app_id}/identity-secrets/{secret_id}';
+};
+
+export type AdminIdentitySecretsRemoveErrors = {
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
+     */
+    404: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type AdminIdentitySecretsRemoveError = AdminIdentitySecretsRemoveErrors[keyof AdminIdentitySecretsRemoveErrors];
+
+export type AdminIdentitySecretsRemoveResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: IdentitySecretRemoved;
+};
+
+export type AdminIdentitySecretsRemoveResponse = AdminIdentitySecretsRemoveResponses[keyof AdminIdentitySecretsRemoveResponses];
 
 export type AdminKeysListData = {
     body?: never;
@@ -3301,6 +3607,10 @@ export type AdminKeysListErrors = {
      */
     404: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3308,6 +3618,10 @@ export type AdminKeysListErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminKeysListError = AdminKeysListErrors[keyof AdminKeysListErrors];
@@ -3351,6 +3665,10 @@ export type AdminKeysCreateErrors = {
      */
     413: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3358,6 +3676,10 @@ export type AdminKeysCreateErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminKeysCreateError = AdminKeysCreateErrors[keyof AdminKeysCreateErrors];
@@ -3393,6 +3715,10 @@ export type AdminPushGetErrors = {
      */
     404: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3400,6 +3726,10 @@ export type AdminPushGetErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminPushGetError = AdminPushGetErrors[keyof AdminPushGetErrors];
@@ -3443,6 +3773,10 @@ export type AdminPushConfigureErrors = {
      */
     413: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3450,6 +3784,10 @@ export type AdminPushConfigureErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminPushConfigureError = AdminPushConfigureErrors[keyof AdminPushConfigureErrors];
@@ -3493,6 +3831,10 @@ export type AdminDemoSeedErrors = {
      */
     413: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3500,6 +3842,10 @@ export type AdminDemoSeedErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminDemoSeedError = AdminDemoSeedErrors[keyof AdminDemoSeedErrors];
@@ -3535,6 +3881,10 @@ export type AdminVersionsListErrors = {
      */
     404: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3542,6 +3892,10 @@ export type AdminVersionsListErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminVersionsListError = AdminVersionsListErrors[keyof AdminVersionsListErrors];
@@ -3585,6 +3939,10 @@ export type AdminVersionsAddErrors = {
      */
     413: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3592,6 +3950,10 @@ export type AdminVersionsAddErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminVersionsAddError = AdminVersionsAddErrors[keyof AdminVersionsAddErrors];
@@ -3631,6 +3993,10 @@ export type AdminCampaignsPauseErrors = {
      */
     409: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3638,6 +4004,10 @@ export type AdminCampaignsPauseErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminCampaignsPauseError = AdminCampaignsPauseErrors[keyof AdminCampaignsPauseErrors];
@@ -3677,6 +4047,10 @@ export type AdminCampaignsResumeErrors = {
      */
     409: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3684,6 +4058,10 @@ export type AdminCampaignsResumeErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminCampaignsResumeError = AdminCampaignsResumeErrors[keyof AdminCampaignsResumeErrors];
@@ -3719,6 +4097,10 @@ export type AdminKeysRevokeErrors = {
      */
     404: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3726,6 +4108,10 @@ export type AdminKeysRevokeErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminKeysRevokeError = AdminKeysRevokeErrors[keyof AdminKeysRevokeErrors];
@@ -3752,6 +4138,10 @@ export type AdminOrganizationsListErrors = {
      */
     401: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3759,6 +4149,10 @@ export type AdminOrganizationsListErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminOrganizationsListError = AdminOrganizationsListErrors[keyof AdminOrganizationsListErrors];
@@ -3793,6 +4187,10 @@ export type AdminOrganizationsCreateErrors = {
      */
     413: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3800,6 +4198,10 @@ export type AdminOrganizationsCreateErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminOrganizationsCreateError = AdminOrganizationsCreateErrors[keyof AdminOrganizationsCreateErrors];
@@ -3835,6 +4237,10 @@ export type AdminOrganizationsGetErrors = {
      */
     404: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3842,6 +4248,10 @@ export type AdminOrganizationsGetErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminOrganizationsGetError = AdminOrganizationsGetErrors[keyof AdminOrganizationsGetErrors];
@@ -3885,6 +4295,10 @@ export type AdminOrganizationsUpdateErrors = {
      */
     413: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
@@ -3892,6 +4306,10 @@ export type AdminOrganizationsUpdateErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AdminOrganizationsUpdateError = AdminOrganizationsUpdateErrors[keyof AdminOrganizationsUpdateErrors];
@@ -3922,7 +4340,7 @@ export type McpInfoErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -3933,6 +4351,10 @@ export type McpInfoErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpInfoError = McpInfoErrors[keyof McpInfoErrors];
@@ -3988,7 +4410,7 @@ export type McpEngagementErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -3999,6 +4421,10 @@ export type McpEngagementErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpEngagementError = McpEngagementErrors[keyof McpEngagementErrors];
@@ -4059,7 +4485,7 @@ export type McpEventAnalyticsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4070,6 +4496,10 @@ export type McpEventAnalyticsErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpEventAnalyticsError = McpEventAnalyticsErrors[keyof McpEventAnalyticsErrors];
@@ -4129,7 +4559,7 @@ export type McpFunnelsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4140,6 +4570,10 @@ export type McpFunnelsErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpFunnelsError = McpFunnelsErrors[keyof McpFunnelsErrors];
@@ -4170,7 +4604,7 @@ export type McpAuthErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4181,6 +4615,10 @@ export type McpAuthErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpAuthError = McpAuthErrors[keyof McpAuthErrors];
@@ -4211,7 +4649,7 @@ export type McpDocsErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4222,6 +4660,10 @@ export type McpDocsErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpDocsError = McpDocsErrors[keyof McpDocsErrors];
@@ -4289,7 +4731,7 @@ export type McpEventsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4300,6 +4742,10 @@ export type McpEventsErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpEventsError = McpEventsErrors[keyof McpEventsErrors];
@@ -4330,7 +4776,7 @@ export type McpResourcesErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4341,6 +4787,10 @@ export type McpResourcesErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpResourcesError = McpResourcesErrors[keyof McpResourcesErrors];
@@ -4380,7 +4830,7 @@ export type McpGetAppErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4391,6 +4841,10 @@ export type McpGetAppErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpGetAppError = McpGetAppErrors[keyof McpGetAppErrors];
@@ -4430,7 +4884,7 @@ export type McpAppVersionsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4441,6 +4895,10 @@ export type McpAppVersionsErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpAppVersionsError = McpAppVersionsErrors[keyof McpAppVersionsErrors];
@@ -4484,7 +4942,7 @@ export type McpListAudiencesErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4495,6 +4953,10 @@ export type McpListAudiencesErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpListAudiencesError = McpListAudiencesErrors[keyof McpListAudiencesErrors];
@@ -4534,7 +4996,7 @@ export type McpGetAudienceErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4545,6 +5007,10 @@ export type McpGetAudienceErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpGetAudienceError = McpGetAudienceErrors[keyof McpGetAudienceErrors];
@@ -4596,7 +5062,7 @@ export type McpListCampaignsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4607,6 +5073,10 @@ export type McpListCampaignsErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpListCampaignsError = McpListCampaignsErrors[keyof McpListCampaignsErrors];
@@ -4646,7 +5116,7 @@ export type McpGetCampaignErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4657,6 +5127,10 @@ export type McpGetCampaignErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpGetCampaignError = McpGetCampaignErrors[keyof McpGetCampaignErrors];
@@ -4705,7 +5179,7 @@ export type McpGetUserErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4716,6 +5190,10 @@ export type McpGetUserErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type McpGetUserError = McpGetUserErrors[keyof McpGetUserErrors];
@@ -4771,7 +5249,7 @@ export type AnalyticsMetricsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4782,6 +5260,10 @@ export type AnalyticsMetricsErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AnalyticsMetricsError = AnalyticsMetricsErrors[keyof AnalyticsMetricsErrors];
@@ -4820,7 +5302,7 @@ export type AnalyticsQueryErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4831,6 +5313,10 @@ export type AnalyticsQueryErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AnalyticsQueryError = AnalyticsQueryErrors[keyof AnalyticsQueryErrors];
@@ -4878,7 +5364,7 @@ export type AudiencesListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4889,6 +5375,10 @@ export type AudiencesListErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AudiencesListError = AudiencesListErrors[keyof AudiencesListErrors];
@@ -4927,7 +5417,7 @@ export type AudiencesCreateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4938,6 +5428,10 @@ export type AudiencesCreateErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type AudiencesCreateError = AudiencesCreateErrors[keyof AudiencesCreateErrors];
@@ -4972,7 +5466,7 @@ export type EventsTrackErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4983,6 +5477,10 @@ export type EventsTrackErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type EventsTrackError = EventsTrackErrors[keyof EventsTrackErrors];
@@ -5017,7 +5515,7 @@ export type EventsTrackBatchErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5028,6 +5526,10 @@ export type EventsTrackBatchErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type EventsTrackBatchError = EventsTrackBatchErrors[keyof EventsTrackBatchErrors];
@@ -5066,6 +5568,10 @@ export type PushClickErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type PushClickError = PushClickErrors[keyof PushClickErrors];
@@ -5095,7 +5601,7 @@ export type PushSendErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5110,6 +5616,10 @@ export type PushSendErrors = {
      * The push provider refused the request or failed (`PROVIDER_ERROR`); `details` carries the provider's name, status and reason.
      */
     502: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type PushSendError = PushSendErrors[keyof PushSendErrors];
@@ -5144,7 +5654,7 @@ export type UsersUpsertErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5155,6 +5665,10 @@ export type UsersUpsertErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type UsersUpsertError = UsersUpsertErrors[keyof UsersUpsertErrors];
@@ -5197,7 +5711,7 @@ export type UsersCreateAliasErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5208,6 +5722,10 @@ export type UsersCreateAliasErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type UsersCreateAliasError = UsersCreateAliasErrors[keyof UsersCreateAliasErrors];
@@ -5250,7 +5768,7 @@ export type UsersReplaceIdErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5261,6 +5779,10 @@ export type UsersReplaceIdErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type UsersReplaceIdError = UsersReplaceIdErrors[keyof UsersReplaceIdErrors];
@@ -5296,7 +5818,7 @@ export type UsersEraseErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5307,6 +5829,10 @@ export type UsersEraseErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type UsersEraseError = UsersEraseErrors[keyof UsersEraseErrors];
@@ -5342,7 +5868,7 @@ export type UsersExportErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5353,6 +5879,10 @@ export type UsersExportErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type UsersExportError = UsersExportErrors[keyof UsersExportErrors];
@@ -5384,7 +5914,7 @@ export type WebsiteConfigErrors = {
      */
     400: ErrorResponse;
     /**
-     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), or it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`).
+     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`), or it named a user it may not reach without a valid `user_hash` (`IDENTITY_NOT_VERIFIED`).
      */
     403: ErrorResponse;
     /**
@@ -5392,7 +5922,7 @@ export type WebsiteConfigErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5403,6 +5933,10 @@ export type WebsiteConfigErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type WebsiteConfigError = WebsiteConfigErrors[keyof WebsiteConfigErrors];
@@ -5429,7 +5963,7 @@ export type WebsiteTrackEventErrors = {
      */
     400: ErrorResponse;
     /**
-     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), or it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`).
+     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`), or it named a user it may not reach without a valid `user_hash` (`IDENTITY_NOT_VERIFIED`).
      */
     403: ErrorResponse;
     /**
@@ -5441,7 +5975,7 @@ export type WebsiteTrackEventErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5452,6 +5986,10 @@ export type WebsiteTrackEventErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type WebsiteTrackEventError = WebsiteTrackEventErrors[keyof WebsiteTrackEventErrors];
@@ -5478,7 +6016,7 @@ export type WebsiteIdentifyErrors = {
      */
     400: ErrorResponse;
     /**
-     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), or it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`).
+     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`), or it named a user it may not reach without a valid `user_hash` (`IDENTITY_NOT_VERIFIED`).
      */
     403: ErrorResponse;
     /**
@@ -5490,7 +6028,7 @@ export type WebsiteIdentifyErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5501,6 +6039,10 @@ export type WebsiteIdentifyErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type WebsiteIdentifyError = WebsiteIdentifyErrors[keyof WebsiteIdentifyErrors];
@@ -5527,7 +6069,7 @@ export type WebsiteSubscribePushErrors = {
      */
     400: ErrorResponse;
     /**
-     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), or it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`).
+     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`), or it named a user it may not reach without a valid `user_hash` (`IDENTITY_NOT_VERIFIED`).
      */
     403: ErrorResponse;
     /**
@@ -5539,7 +6081,7 @@ export type WebsiteSubscribePushErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5550,6 +6092,10 @@ export type WebsiteSubscribePushErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type WebsiteSubscribePushError = WebsiteSubscribePushErrors[keyof WebsiteSubscribePushErrors];
@@ -5576,7 +6122,7 @@ export type WebsiteUpsertUserErrors = {
      */
     400: ErrorResponse;
     /**
-     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), or it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`).
+     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`), or it named a user it may not reach without a valid `user_hash` (`IDENTITY_NOT_VERIFIED`).
      */
     403: ErrorResponse;
     /**
@@ -5588,7 +6134,7 @@ export type WebsiteUpsertUserErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5599,6 +6145,10 @@ export type WebsiteUpsertUserErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type WebsiteUpsertUserError = WebsiteUpsertUserErrors[keyof WebsiteUpsertUserErrors];
@@ -5625,7 +6175,7 @@ export type WebsiteLogVisitErrors = {
      */
     400: ErrorResponse;
     /**
-     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), or it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`).
+     * The request's origin is not allowed for this app (`ORIGIN_NOT_ALLOWED`), it carried advanced signals the app does not accept (`ADVANCED_SIGNALS_NOT_ALLOWED`), or it named a user it may not reach without a valid `user_hash` (`IDENTITY_NOT_VERIFIED`).
      */
     403: ErrorResponse;
     /**
@@ -5637,7 +6187,7 @@ export type WebsiteLogVisitErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5648,6 +6198,10 @@ export type WebsiteLogVisitErrors = {
      * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
      */
     501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
 };
 
 export type WebsiteLogVisitError = WebsiteLogVisitErrors[keyof WebsiteLogVisitErrors];

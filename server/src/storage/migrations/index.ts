@@ -9,6 +9,7 @@ import * as m005 from './005-audiences.js';
 import * as m006 from './006-website.js';
 import * as m007 from './007-push.js';
 import * as m008 from './008-sandbox-login.js';
+import * as m009 from './009-identity.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001-tenancy': m001,
@@ -19,6 +20,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '006-website': m006,
   '007-push': m007,
   '008-sandbox-login': m008,
+  '009-identity': m009,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -1,0 +1,62 @@
+// The MCP v2 JSON-RPC endpoint (POST /mcp, GET /mcp with Accept: text/event-stream, DELETE /mcp),
+// outside the OpenAPI contract. Every call needs a valid X-MCP-API-Key: without one the answer
+// is HTTP 401 with a JSON-RPC error body (code -32001), after the same per-IP throttle of failed
+// authentications as the other surfaces and the per-key `mcp` rate limit. Authenticated calls
+// answer 501 until the MCP server is built.
+import { type NextFunction, type Request, type Response, Router } from 'express';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { toAppError } from '../errors.js';
+import { authenticateMcp } from '../services/keys.js';
+import { checkCredential } from './auth.js';
+import { applyDecision, consume } from './rate-limit.js';
+
+/** JSON-RPC error code for a missing or refused credential (implementation-defined server error). */
+export const JSONRPC_UNAUTHORIZED = -32001;
+/** JSON-RPC error code for any other failure before the call is handled. */
+const JSONRPC_SERVER_ERROR = -32000;
+
+/** Whether the request is a JSON-RPC call rather than the GET /mcp information resource. */
+export function isJsonRpcRequest(req: Request): boolean {
+  if (req.method === 'POST' || req.method === 'DELETE') return true;
+  return req.method === 'GET' && (req.header('accept') ?? '').includes('text/event-stream');
+}
+
+export function mcpJsonRpcRouter(db: Knex, config: Config): Router {
+  const router = Router();
+  router.all('/mcp', async (req: Request, res: Response, next: NextFunction) => {
+    if (!isJsonRpcRequest(req)) return next();
+    try {
+      await checkCredential(config, req, async () => {
+        const principal = await authenticateMcp(db, req.header('x-mcp-api-key'));
+        const decision = await consume(config, 'mcp', principal.keyId);
+        const refused = decision ? applyDecision(res, decision) : null;
+        if (refused) throw refused;
+      });
+    } catch (err) {
+      const error = toAppError(err, req);
+      if (error.status >= 500) (req as { log?: Logger }).log?.error({ err }, 'MCP call failed');
+      if (error.status === 503 && !res.getHeader('Retry-After')) res.setHeader('Retry-After', '5');
+      const unauthorized = error.status === 401;
+      res.status(error.status).json({
+        jsonrpc: '2.0',
+        id: null,
+        error: unauthorized
+          ? { code: JSONRPC_UNAUTHORIZED, message: error.message }
+          : {
+              code: JSONRPC_SERVER_ERROR,
+              message: error.message,
+              data: { code: error.code, ...(error.details ?? {}) },
+            },
+      });
+      return;
+    }
+    res.status(501).json({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32601, message: 'The MCP JSON-RPC endpoint is not available in this version of Tally yet.' },
+    });
+  });
+  return router;
+}

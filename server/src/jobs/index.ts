@@ -1,0 +1,34 @@
+// The jobs Tally runs in the background, on the job runner (jobs/runner.ts).
+import type { Clock } from '../services/context.js';
+import type { Database } from '../storage/db.js';
+import { DEDUP_WINDOW_DAYS, purgeDedupRowsBefore, refreshSandboxStatistics } from '../storage/events.js';
+import { allAppIds } from '../storage/tenancy.js';
+import type { JobDefinition } from './runner.js';
+
+export const PURGE_EVENT_DEDUP = 'purge-event-dedup';
+export const REFRESH_SANDBOX_STATISTICS = 'refresh-sandbox-statistics';
+
+export function jobDefinitions(database: Database, clock: Clock): JobDefinition[] {
+  return [
+    {
+      // insert_id repeats are only recognised for 7 days; older dedup rows serve nothing.
+      name: PURGE_EVENT_DEDUP,
+      cron: '17 3 * * *',
+      async run() {
+        const before = new Date(clock().getTime() - DEDUP_WINDOW_DAYS * 86_400_000);
+        for (const appId of await allAppIds(database.knex)) {
+          await purgeDedupRowsBefore(database.knex, appId, before);
+        }
+      },
+    },
+    {
+      // The embedded database runs no autovacuum: keep the sandbox's cost check informed.
+      name: REFRESH_SANDBOX_STATISTICS,
+      cron: '*/10 * * * *',
+      when: (db) => db.kind === 'pglite',
+      async run() {
+        await refreshSandboxStatistics(database.knex);
+      },
+    },
+  ];
+}

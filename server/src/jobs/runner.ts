@@ -1,0 +1,94 @@
+// The job runner: background work on pg-boss (10.4.2), in PostgreSQL or the embedded database, so
+// that several Tally instances share one queue and a job survives a restart. Each job is a queue
+// with a worker, and recurring jobs have a cron schedule (in UTC unless they say otherwise).
+// Campaign sends and retention add their jobs here; see jobs/index.ts for the list.
+import PgBoss from 'pg-boss';
+import type { Logger } from 'pino';
+import { jobQueueDatabase } from '../storage/job-queue.js';
+import type { Database } from '../storage/db.js';
+
+export interface JobDefinition<T extends object = object> {
+  name: string;
+  /** A cron expression for recurring jobs. */
+  cron?: string;
+  /** Only where this holds (for example embedded mode only). */
+  when?: (database: Database) => boolean;
+  run(data: T): Promise<void>;
+}
+
+export const JOB_SCHEMA = 'pgboss';
+
+export class JobRunner {
+  private boss: PgBoss | null = null;
+  private definitions = new Map<string, JobDefinition>();
+
+  constructor(
+    private readonly database: Database,
+    private readonly logger: Logger,
+    private readonly options: { pollingIntervalSeconds?: number } = {},
+  ) {}
+
+  async start(jobs: JobDefinition[]): Promise<void> {
+    const boss = new PgBoss({
+      db: jobQueueDatabase(this.database.knex),
+      schema: JOB_SCHEMA,
+      // Maintenance and the cron clock run in every instance; pg-boss coordinates them in the database.
+      supervise: true,
+      schedule: true,
+      migrate: true,
+    });
+    boss.on('error', (err) => this.logger.warn({ err: err.message }, 'job runner'));
+    await boss.start();
+    this.boss = boss;
+    for (const job of jobs) {
+      if (job.when && !job.when(this.database)) continue;
+      this.definitions.set(job.name, job as JobDefinition);
+      await boss.createQueue(job.name);
+      if (job.cron) await boss.schedule(job.name, job.cron, {}, { tz: 'UTC' });
+      await boss.work(
+        job.name,
+        { pollingIntervalSeconds: this.options.pollingIntervalSeconds ?? 2, batchSize: 1 },
+        async ([item]) => {
+          if (!item) return;
+          const started = Date.now();
+          try {
+            await job.run((item.data ?? {}) as object);
+            this.logger.debug({ job: job.name, id: item.id, ms: Date.now() - started }, 'job done');
+          } catch (err) {
+            this.logger.error({ err, job: job.name, id: item.id }, 'job failed');
+            throw err;
+          }
+        },
+      );
+    }
+  }
+
+  private running(): PgBoss {
+    if (!this.boss) throw new Error('The job runner is not running.');
+    return this.boss;
+  }
+
+  /** Queues one run of a job now; returns the job id. */
+  async runNow(name: string, data: object = {}): Promise<string> {
+    if (!this.definitions.has(name)) throw new Error(`No job named ${name}.`);
+    const id = await this.running().send(name, data);
+    if (!id) throw new Error(`The job ${name} was not queued.`);
+    return id;
+  }
+
+  /** The state of one queued job (created, active, completed, failed...). */
+  async state(name: string, id: string): Promise<string | null> {
+    return (await this.running().getJobById(name, id, { includeArchive: true }))?.state ?? null;
+  }
+
+  /** The recurring schedules registered in the database. */
+  async schedules(): Promise<{ name: string; cron: string }[]> {
+    return (await this.running().getSchedules()).map((s) => ({ name: s.name, cron: s.cron }));
+  }
+
+  async stop(): Promise<void> {
+    const boss = this.boss;
+    this.boss = null;
+    await boss?.stop({ graceful: true, close: false, wait: true, timeout: 10_000 });
+  }
+}
