@@ -83,6 +83,11 @@ function describeValidatorItem(item: ValidatorItem): FieldError {
     message = 'is not a field of this request';
   } else if (item.errorCode === 'additionalProperties.openapi.validation') {
     message = 'has a field that is not part of this request';
+  } else if (message === 'must match format "date"') {
+    message = 'must be a real calendar date written YYYY-MM-DD (for example 2026-02-28; 2026-02-30 does not exist)';
+  } else if (message === 'must match format "date-time"') {
+    message =
+      'must be a real date and time in ISO 8601 with a time zone (for example 2026-02-28T09:30:00Z; 2026-02-30 does not exist)';
   }
   return { path, message };
 }
