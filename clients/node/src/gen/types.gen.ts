@@ -52,7 +52,7 @@ export type AnalyticsQueryRequest = {
     /**
      * The question, in natural language (for example `unique users per day for the last 7 days`)
      * or as one SQL `SELECT` over the relations `events` and `users`. SQL runs read-only, in a
-     * sandbox, with a time limit and a row cap.
+     * sandbox, with a time limit and a row cap. At most 20,000 characters.
      */
     query: string;
     /**
@@ -172,13 +172,13 @@ export type AppCreate = {
      */
     name: string;
     /**
-     * The website's URL (`https://www.example.com`); `null` clears it.
+     * The website's URL (`https://www.example.com`, at most 2,048 characters); `null` clears it.
      */
     website_url?: string | null;
     /**
-     * Extra allowed host names (replaces the whole list).
+     * Extra allowed host names (replaces the whole list), each at most 300 characters.
      */
-    authorized_domains?: Array<string>;
+    authorized_domains?: Array<DomainEntry>;
     /**
      * Bot-detection mode. New apps start in `basic`.
      */
@@ -188,13 +188,13 @@ export type AppCreate = {
      */
     advanced_attested?: boolean;
     /**
-     * Consent message for advanced mode; `null` clears it.
+     * Consent message for advanced mode, at most 2,000 characters; `null` clears it.
      */
     consent_message?: string | null;
     /**
      * Event names that count as conversions (replaces the whole list).
      */
-    conversion_events?: Array<string>;
+    conversion_events?: Array<EventNameValue>;
     /**
      * Days to keep data (at least 1); `null` keeps it forever (the default).
      */
@@ -290,13 +290,13 @@ export type AppUpdate = {
      */
     name?: string;
     /**
-     * The website's URL (`https://www.example.com`); `null` clears it.
+     * The website's URL (`https://www.example.com`, at most 2,048 characters); `null` clears it.
      */
     website_url?: string | null;
     /**
-     * Extra allowed host names (replaces the whole list).
+     * Extra allowed host names (replaces the whole list), each at most 300 characters.
      */
-    authorized_domains?: Array<string>;
+    authorized_domains?: Array<DomainEntry>;
     /**
      * Bot-detection mode. New apps start in `basic`.
      */
@@ -306,13 +306,13 @@ export type AppUpdate = {
      */
     advanced_attested?: boolean;
     /**
-     * Consent message for advanced mode; `null` clears it.
+     * Consent message for advanced mode, at most 2,000 characters; `null` clears it.
      */
     consent_message?: string | null;
     /**
      * Event names that count as conversions (replaces the whole list).
      */
-    conversion_events?: Array<string>;
+    conversion_events?: Array<EventNameValue>;
     /**
      * Days to keep data (at least 1); `null` keeps it forever (the default).
      */
@@ -358,7 +358,7 @@ export type AppVersionCreate = {
      */
     version: string;
     /**
-     * What changed.
+     * What changed, at most 10,000 characters.
      */
     release_notes?: string;
     /**
@@ -428,13 +428,13 @@ export type AudienceCreate = {
      */
     name: string;
     /**
-     * Free-text description for people browsing audiences.
+     * Free-text description for people browsing audiences, at most 2,000 characters.
      */
     description?: string;
     /**
      * Who belongs, in natural language, for example
      * "users who did purchase at least 3 times in the last 30 days and whose plan is premium".
-     * 400 `QUERY_NOT_UNDERSTOOD` when it cannot be interpreted.
+     * 400 `QUERY_NOT_UNDERSTOOD` when it cannot be interpreted. At most 2,000 characters.
      */
     criteria: string;
 };
@@ -601,11 +601,11 @@ export type CampaignCreate = {
      */
     title: string;
     /**
-     * Static notification text. Send exactly one of `message` and `prompt`.
+     * Static notification text, at most 4,096 characters. Send exactly one of `message` and `prompt`.
      */
     message?: string;
     /**
-     * Instructions for generating the text for each send. Send exactly one of `message` and `prompt`.
+     * Instructions for generating the text for each send, at most 2,000 characters. Send exactly one of `message` and `prompt`.
      */
     prompt?: string;
     /**
@@ -613,7 +613,7 @@ export type CampaignCreate = {
      */
     audience_id?: string;
     /**
-     * Natural-language criteria for a new audience created with the campaign, instead of `audience_id`.
+     * Natural-language criteria for a new audience created with the campaign, instead of `audience_id` (at most 2,000 characters).
      */
     audience_prompt?: string;
     /**
@@ -633,15 +633,15 @@ export type CampaignCreate = {
      */
     inactivity_days?: number;
     /**
-     * Exact event name that triggers a send, for `trigger`.
+     * Exact event name that triggers a send, for `trigger` (at most 255 characters).
      */
     trigger_event_name?: string;
     /**
-     * Natural-language description of the triggering event, matched to tracked events, instead of `trigger_event_name`.
+     * Natural-language description of the triggering event, matched to tracked events, instead of `trigger_event_name` (at most 2,000 characters).
      */
     trigger_event_prompt?: string;
     /**
-     * URL opened when a recipient taps the notification.
+     * URL opened when a recipient taps the notification, at most 2,048 characters.
      */
     action_url?: string;
 };
@@ -1029,6 +1029,12 @@ export type DemoSeedResult = {
 };
 
 /**
+ * A host allowed to call the website endpoints: `shop.example`, `*.shop.example` or
+ * `localhost:5173` (a host name of up to 253 characters, with a `*.` prefix or a port).
+ */
+export type DomainEntry = string;
+
+/**
  * Engagement figures over the period.
  */
 export type EngagementMetrics = {
@@ -1208,7 +1214,8 @@ export type EventInput = {
     user_id: string;
     /**
      * Free-form attributes of the event, for example `{"plan": "pro", "revenue": 9.99}`.
-     * At most 255 keys and 32 KB of JSON (checked by the server: 400 `INVALID_REQUEST`).
+     * At most 255 keys, 32 KB of JSON and 32 levels of nesting (checked by the server: 400
+     * `INVALID_REQUEST`).
      * A numeric `revenue` (else `amount`) property feeds the revenue, ARPU and conversion metrics.
      */
     properties?: {
@@ -1216,11 +1223,12 @@ export type EventInput = {
     };
     /**
      * IP address of the end user (IPv4 or IPv6), when the event is relayed by your server.
-     * Stored according to the app's `ip_mode` (full, truncated or not at all).
+     * Stored according to the app's `ip_mode` (full, truncated or not at all). At most 45
+     * characters.
      */
     ip?: string;
     /**
-     * User-agent string of the end user's device or browser, when relayed by your server.
+     * User-agent string of the end user's device or browser, when relayed by your server. At most 1,024 characters.
      */
     ua?: string;
     /**
@@ -1236,6 +1244,16 @@ export type EventInput = {
      */
     timestamp?: string;
 };
+
+/**
+ * An event name in a query parameter, 1 to 255 characters.
+ */
+export type EventNameParam = string;
+
+/**
+ * An event name, 1 to 255 characters.
+ */
+export type EventNameValue = string;
 
 /**
  * A stored event, as read back (MCP events query, user export).
@@ -2211,7 +2229,7 @@ export type OrganizationCreate = {
      */
     name: string;
     /**
-     * Free-text description.
+     * Free-text description, at most 2,000 characters.
      */
     description?: string;
     /**
@@ -2277,7 +2295,7 @@ export type OrganizationUpdate = {
      */
     name?: string;
     /**
-     * New description; `null` clears it.
+     * New description, at most 2,000 characters; `null` clears it.
      */
     description?: string | null;
     /**
@@ -2351,31 +2369,31 @@ export type PushProviderConfigure = {
      */
     provider: PushProviderKind;
     /**
-     * WonderPush access token (secret).
+     * WonderPush access token (secret, at most 1,024 characters).
      */
     access_token?: string;
     /**
-     * OneSignal app id.
+     * OneSignal app id (at most 255 characters).
      */
     onesignal_app_id?: string;
     /**
-     * OneSignal REST API key (secret).
+     * OneSignal REST API key (secret, at most 1,024 characters).
      */
     rest_api_key?: string;
     /**
-     * URL the webhook provider posts to.
+     * URL the webhook provider posts to, at most 2,048 characters.
      */
     webhook_url?: string;
     /**
-     * Secret used to sign webhook bodies with HMAC-SHA256 (secret).
+     * Secret used to sign webhook bodies with HMAC-SHA256 (secret, at most 1,024 characters).
      */
     webhook_secret?: string;
     /**
-     * VAPID subject for Web Push: a `mailto:` or `https:` URL identifying you.
+     * VAPID subject for Web Push: a `mailto:` or `https:` URL identifying you (at most 2,048 characters).
      */
     vapid_subject?: string;
     /**
-     * Overrides the provider's API base URL (for testing against a local server).
+     * Overrides the provider's API base URL (for testing against a local server; at most 2,048 characters).
      */
     base_url?: string;
 };
@@ -2479,13 +2497,13 @@ export type SendPushRequest = {
      */
     title: string;
     /**
-     * Static notification text. Required when `prompt` is absent.
+     * Static notification text, at most 4,096 characters. Required when `prompt` is absent.
      */
     message?: string;
     /**
      * Instructions for the language model that writes the text, for example
      * "remind them their cart is waiting, friendly tone". Required when `message` is absent.
-     * The text sent is returned in `generatedMessage`.
+     * The text sent is returned in `generatedMessage`. At most 2,000 characters.
      */
     prompt?: string;
     /**
@@ -2495,6 +2513,7 @@ export type SendPushRequest = {
     /**
      * URL opened when the user taps the notification (any scheme, including app deep links).
      * Tally wraps it in a tracked redirect link (`GET /v1/r/{deliveryId}`) to measure clicks.
+     * At most 2,048 characters.
      */
     action_url?: string;
 };
@@ -2658,17 +2677,19 @@ export type UserUpsert = {
      */
     user_id: string;
     /**
-     * Email address. Replaces the stored one when present.
+     * Email address, at most 320 characters. Replaces the stored one when present.
      */
     email?: string;
     /**
-     * Phone number including the country code, for example `+33612345678`. Replaces the stored one when present.
+     * Phone number including the country code, for example `+33612345678`, at most 32
+     * characters. Replaces the stored one when present.
      */
     phone?: string;
     /**
      * Attributes to merge into the user's stored properties: each key given replaces that key,
      * keys not given are kept, and a key set to `null` is removed. For example
-     * `{"plan": "premium", "trial": null}`.
+     * `{"plan": "premium", "trial": null}`. At most 255 keys, 32 KB of JSON and 32 levels of
+     * nesting.
      */
     properties?: {
         [key: string]: unknown;
@@ -2676,6 +2697,7 @@ export type UserUpsert = {
     /**
      * Free-form metadata about where the user came from, for example
      * `{"channel": "ads", "campaign": "spring"}`. Stored as given (replacing the stored value).
+     * At most 32 levels of nesting.
      */
     origin?: {
         [key: string]: unknown;
@@ -2751,19 +2773,19 @@ export type VisitRequest = {
      */
     visitor_id: string;
     /**
-     * Full URL of the page.
+     * Full URL of the page, at most 2,048 characters.
      */
     visit_url: string;
     /**
-     * Path of the page, for example `/pricing`.
+     * Path of the page, for example `/pricing` (at most 2,048 characters).
      */
     path?: string;
     /**
-     * `document.referrer` (may be empty).
+     * `document.referrer` (may be empty; at most 2,048 characters).
      */
     referrer?: string;
     /**
-     * `document.title`.
+     * `document.title`, at most 512 characters.
      */
     page_title?: string;
     /**
@@ -2771,7 +2793,7 @@ export type VisitRequest = {
      */
     timestamp?: string;
     /**
-     * `navigator.userAgent`.
+     * `navigator.userAgent`, at most 1,024 characters.
      */
     ua?: string;
     /**
@@ -2779,8 +2801,9 @@ export type VisitRequest = {
      */
     signals?: VisitSignals;
     /**
-     * Extra fingerprinting signals, free-form. Accepted only when the app is in advanced mode and
-     * attested; otherwise the request is rejected with 403 `ADVANCED_SIGNALS_NOT_ALLOWED`.
+     * Extra fingerprinting signals, free-form (at most 32 levels of nesting). Accepted only when
+     * the app is in advanced mode and attested; otherwise the request is rejected with 403
+     * `ADVANCED_SIGNALS_NOT_ALLOWED`.
      */
     advanced_signals?: {
         [key: string]: unknown;
@@ -2810,8 +2833,9 @@ export type VisitResult = {
 };
 
 /**
- * Basic browser signals used to tell people from bots. Known keys are listed; other keys are
- * accepted and stored.
+ * Basic browser signals used to tell people from bots. Only the keys listed here are stored;
+ * other keys are accepted but dropped, unless the app is in attested advanced mode (then they
+ * are stored as sent).
  */
 export type VisitSignals = {
     /**
@@ -2819,7 +2843,7 @@ export type VisitSignals = {
      */
     js_enabled?: boolean;
     /**
-     * `navigator.language`, for example `fr-FR`.
+     * `navigator.language`, for example `fr-FR` (at most 64 characters).
      */
     language?: string;
     /**
@@ -2833,11 +2857,11 @@ export type VisitSignals = {
  */
 export type WebPushKeys = {
     /**
-     * The subscription's P-256 ECDH public key, base64url.
+     * The subscription's P-256 ECDH public key, base64url (at most 255 characters).
      */
     p256dh: string;
     /**
-     * The subscription's authentication secret, base64url.
+     * The subscription's authentication secret, base64url (at most 255 characters).
      */
     auth: string;
 };
@@ -2847,11 +2871,11 @@ export type WebPushKeys = {
  */
 export type WebPushSubscription = {
     /**
-     * The push service URL of the subscription.
+     * The push service URL of the subscription, at most 2,048 characters.
      */
     endpoint: string;
     /**
-     * When the subscription expires, in milliseconds since the epoch, or `null`.
+     * When the subscription expires, in milliseconds since the epoch (0 to 8.64e15, the range of a date), or `null`.
      */
     expirationTime?: number | null;
     /**
@@ -2917,13 +2941,13 @@ export type WebsiteEventRequest = {
      */
     event_name: string;
     /**
-     * Free-form attributes (at most 255 keys, 32 KB).
+     * Free-form attributes (at most 255 keys, 32 KB of JSON, 32 levels of nesting).
      */
     properties?: {
         [key: string]: unknown;
     };
     /**
-     * URL of the page the event happened on.
+     * URL of the page the event happened on, at most 2,048 characters.
      */
     url?: string;
     /**
@@ -2965,7 +2989,7 @@ export type WebsiteUserRequest = {
      */
     appId: string;
     /**
-     * URL of the page the form is on; its origin must be allowed by the app's settings.
+     * URL of the page the form is on; its origin must be allowed by the app's settings. At most 2,048 characters.
      */
     websiteUrl: string;
     /**
@@ -2973,15 +2997,15 @@ export type WebsiteUserRequest = {
      */
     email: string;
     /**
-     * First name, if the form has one.
+     * First name, if the form has one (at most 255 characters).
      */
     firstName?: string;
     /**
-     * Last name, if the form has one.
+     * Last name, if the form has one (at most 255 characters).
      */
     lastName?: string;
     /**
-     * Full name; used when `firstName` and `lastName` are not given.
+     * Full name; used when `firstName` and `lastName` are not given (at most 255 characters).
      */
     name?: string;
     /**
@@ -3021,6 +3045,10 @@ export type AdminAppsListData = {
 };
 
 export type AdminAppsListErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -3108,6 +3136,10 @@ export type AdminAppsGetData = {
 };
 
 export type AdminAppsGetErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -3201,6 +3233,10 @@ export type AdminCampaignsListData = {
 
 export type AdminCampaignsListErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -3293,6 +3329,10 @@ export type AdminKeysListData = {
 
 export type AdminKeysListErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -3384,6 +3424,10 @@ export type AdminPushGetData = {
 };
 
 export type AdminPushGetErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -3527,6 +3571,10 @@ export type AdminVersionsListData = {
 
 export type AdminVersionsListErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -3619,6 +3667,10 @@ export type AdminCampaignsPauseData = {
 
 export type AdminCampaignsPauseErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -3664,6 +3716,10 @@ export type AdminCampaignsResumeData = {
 };
 
 export type AdminCampaignsResumeErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -3711,6 +3767,10 @@ export type AdminKeysRevokeData = {
 
 export type AdminKeysRevokeErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -3747,6 +3807,10 @@ export type AdminOrganizationsListData = {
 };
 
 export type AdminOrganizationsListErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -3826,6 +3890,10 @@ export type AdminOrganizationsGetData = {
 };
 
 export type AdminOrganizationsGetErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -3913,6 +3981,10 @@ export type McpInfoData = {
 };
 
 export type McpInfoErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4094,7 +4166,7 @@ export type McpFunnelsData = {
         /**
          * Event names of the steps, in order; repeat the parameter: `?events=signup&events=purchase`.
          */
-        events: Array<string>;
+        events: Array<EventNameParam>;
         /**
          * First day included (`YYYY-MM-DD`); defaults to 29 days before `end_date`.
          */
@@ -4162,6 +4234,10 @@ export type McpAuthData = {
 
 export type McpAuthErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -4202,6 +4278,10 @@ export type McpDocsData = {
 };
 
 export type McpDocsErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4322,6 +4402,10 @@ export type McpResourcesData = {
 
 export type McpResourcesErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -4367,6 +4451,10 @@ export type McpGetAppData = {
 };
 
 export type McpGetAppErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4417,6 +4505,10 @@ export type McpAppVersionsData = {
 };
 
 export type McpAppVersionsErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4521,6 +4613,10 @@ export type McpGetAudienceData = {
 };
 
 export type McpGetAudienceErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4633,6 +4729,10 @@ export type McpGetCampaignData = {
 };
 
 export type McpGetCampaignErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -5055,6 +5155,10 @@ export type PushClickData = {
 
 export type PushClickErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
      */
     404: ErrorResponse;
@@ -5288,6 +5392,10 @@ export type UsersEraseData = {
 
 export type UsersEraseErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -5333,6 +5441,10 @@ export type UsersExportData = {
 };
 
 export type UsersExportErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
