@@ -60,12 +60,18 @@ function compileRoutes(doc: OpenApiDocument): Route[] {
   return routes.sort((a, b) => b.literal - a.literal);
 }
 
-function decode(segment: string): string | null {
+const MALFORMED =
+  'is not valid percent-encoded UTF-8 (a lone surrogate or a broken %-escape); encode the text as UTF-8';
+
+/** What is wrong with one raw path segment, or null. */
+function segmentViolation(segment: string): string | null {
+  let value: string;
   try {
-    return decodeURIComponent(segment);
+    value = decodeURIComponent(segment);
   } catch {
-    return null; // malformed percent-encoding: the router answers 400 for it
+    return MALFORMED;
   }
+  return textViolation(value);
 }
 
 /** Violations in the request path's parameters, named after the contract's path template. */
@@ -73,16 +79,14 @@ function pathViolations(route: Route | undefined, match: RegExpExecArray | null,
   const errors: FieldError[] = [];
   if (route && match) {
     route.names.forEach((name, i) => {
-      const value = decode(match[i + 1]!);
-      const problem = value === null ? null : textViolation(value);
+      const problem = segmentViolation(match[i + 1]!);
       if (problem) errors.push({ path: `/path/${name}`, message: problem });
     });
     return errors;
   }
   // No operation has this path (it will be a 404); still never let a bad segment through.
   for (const segment of rawPath.split('/')) {
-    const value = decode(segment);
-    const problem = value === null ? null : textViolation(value);
+    const problem = segmentViolation(segment);
     if (problem) {
       errors.push({ path: '/path', message: problem });
       break;
