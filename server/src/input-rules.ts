@@ -26,6 +26,22 @@ export function isWellFormed(s: string): boolean {
   return hasIsWellFormed ? (s as unknown as Required<WellFormed>).isWellFormed() : !LONE_SURROGATE.test(s);
 }
 
+/** Length in Unicode code points, as JSON Schema's maxLength counts (an emoji is 1, not 2). */
+export function codePointLength(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length - 1; i++) {
+    const code = s.charCodeAt(i);
+    if (code >= 0xd800 && code <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
 /** Why a string breaks the text rules, or null when it is fine. */
 export function textViolation(s: string): string | null {
   if (s.includes(NUL)) return 'contains a NUL character (U+0000), which cannot be stored; remove it';

@@ -3,6 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  codePointLength,
   inputViolations,
   MAX_FREE_FORM_DEPTH,
   MAX_REPORTED,
@@ -40,6 +41,13 @@ describe('text', () => {
       { path: '/body/properties/k\\u0000ey', message: `is a key that ${NUL_MESSAGE}` },
       { path: '/body/properties/s', message: SURROGATE_MESSAGE },
     ]);
+  });
+
+  it('counts lengths in code points, as maxLength in the contract does', () => {
+    expect(codePointLength('\uD83D\uDE00'.repeat(3))).toBe(3);
+    expect(codePointLength('ab\uD800c')).toBe(4);
+    expect(codePointLength('\uDE00\uD83D')).toBe(2);
+    expect(codePointLength('')).toBe(0);
   });
 
   it('shows long keys cut and never cuts a surrogate pair in half', () => {

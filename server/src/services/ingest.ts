@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { type FieldError, ValidationError } from '../errors.js';
 import { uuidv7 } from '../ids.js';
-import { inputViolations, MAX_REPORTED, summarise, textViolation } from '../input-rules.js';
+import { codePointLength, inputViolations, MAX_REPORTED, summarise, textViolation } from '../input-rules.js';
 import { resolveIdentifiers } from '../storage/users.js';
 import { EARLIEST_EVENT_TIME, EVENT_FIELD_LIMITS } from './limits.js';
 
@@ -317,7 +317,8 @@ export function ingestViolations(events: IngestEvent[]): FieldError[] {
     if (value === null || value === undefined) return;
     const problem = textViolation(value);
     if (problem) errors.push({ path, message: problem });
-    else if (value.length > max) errors.push({ path, message: `must NOT have more than ${max} characters` });
+    else if (value.length > max && codePointLength(value) > max)
+      errors.push({ path, message: `must NOT have more than ${max} characters` });
   };
   for (let i = 0; i < events.length && errors.length < MAX_REPORTED; i++) {
     const e = events[i]!;
