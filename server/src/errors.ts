@@ -83,6 +83,8 @@ function describeValidatorItem(item: ValidatorItem): FieldError {
     message = 'is not a field of this request';
   } else if (item.errorCode === 'additionalProperties.openapi.validation') {
     message = 'has a field that is not part of this request';
+  } else if (message === 'must match pattern "^[!-~]+$"') {
+    message = 'must be printable ASCII without spaces (percent-encode other characters)';
   } else if (message === 'must match format "date"') {
     message = 'must be a real calendar date written YYYY-MM-DD (for example 2026-02-28; 2026-02-30 does not exist)';
   } else if (message === 'must match format "date-time"') {

@@ -2323,6 +2323,12 @@ export type PeakTimes = {
 };
 
 /**
+ * A Web Push endpoint URL: printable ASCII without spaces (browsers give it so; anything else is
+ * percent-encoded), at most 2,048 characters.
+ */
+export type PushEndpointUrl = string;
+
+/**
  * An app's push provider configuration, without secrets.
  */
 export type PushProviderConfig = {
@@ -2871,9 +2877,9 @@ export type WebPushKeys = {
  */
 export type WebPushSubscription = {
     /**
-     * The push service URL of the subscription, at most 2,048 characters.
+     * The push service URL of the subscription (printable ASCII, at most 2,048 characters).
      */
-    endpoint: string;
+    endpoint: PushEndpointUrl;
     /**
      * When the subscription expires, in milliseconds since the epoch (0 to 8.64e15, the range of a date), or `null`.
      */
