@@ -118,10 +118,22 @@ const NUMBERS_RAW = [
   '123456789012345678901234567890',
 ];
 
+/** A string of exactly `n` code points: `prefix`, then alternating emoji and CJK characters. */
+function atLimit(n: number, prefix = '', pattern?: string): string {
+  if (pattern === '^[!-~]+$') return prefix + '~'.repeat(Math.max(0, n - prefix.length));
+  // Varied characters, so that the database cannot compress the value below a byte limit.
+  const wide = Array.from({ length: Math.max(0, n - prefix.length) }, (_, i) =>
+    String.fromCodePoint(i % 2 === 0 ? 0x1f300 + ((i * 104_729) % 0x300) : 0x4e00 + ((i * 7_919) % 0x5000)),
+  );
+  return prefix + wide.join('');
+}
+
 /** A hostile string. `maxLength` (when the schema has one) makes the over-long cases exact. */
 function hostileString(g: GeneratorValue, maxLength?: number): string {
-  const kind = g(fc.integer, { min: 0, max: 7 });
+  const kind = g(fc.integer, { min: 0, max: 8 });
   switch (kind) {
+    case 8:
+      return atLimit(maxLength ?? 2_048, g(fc.constantFrom, '', 'https://fuzz.example/'));
     case 0:
       return g(fc.constantFrom, ...ODD_TEXT);
     case 1:
@@ -224,6 +236,11 @@ function plausible(
           max: new Date('2026-06-01'),
           noInvalidDate: true,
         }).toISOString();
+      // Often exactly at the limit, in four-byte characters: valid, and heavy where bytes count
+      // (index rows, provider payloads) rather than characters.
+      if (s.maxLength !== undefined && s.format !== 'email' && g(fc.integer, { min: 0, max: 5 }) === 0) {
+        return atLimit(s.maxLength, s.format === 'uri' ? 'https://fuzz.example/' : '', s.pattern);
+      }
       if (s.format === 'uri') return `https://fuzz.example/${g(fc.webSegment)}`;
       if (s.format === 'email') return `u${g(fc.nat, 50)}@fuzz.example`;
       const min = s.minLength ?? 0;
@@ -264,20 +281,39 @@ function plausible(
   }
 }
 
-/** Every object and array slot of a value, as [parent, key] pairs, plus the root. */
-function slots(value: unknown): [Record<string | number, unknown> | null, string | number][] {
-  const out: [Record<string | number, unknown> | null, string | number][] = [[null, '']];
-  const stack: unknown[] = [value];
+interface Slot {
+  parent: Record<string | number, unknown> | null;
+  key: string | number;
+  /** Keys from the root to this slot. */
+  trail: (string | number)[];
+}
+
+/** Every object and array slot of a value, plus the root. */
+function slots(value: unknown): Slot[] {
+  const out: Slot[] = [{ parent: null, key: '', trail: [] }];
+  const stack: [unknown, (string | number)[]][] = [[value, []]];
   while (stack.length > 0) {
-    const v = stack.pop();
+    const [v, trail] = stack.pop()!;
     if (v === null || typeof v !== 'object') continue;
     for (const key of Object.keys(v)) {
       const k = Array.isArray(v) ? Number(key) : key;
-      out.push([v as Record<string | number, unknown>, k]);
-      stack.push((v as Record<string, unknown>)[key]);
+      out.push({ parent: v as Record<string | number, unknown>, key: k, trail: [...trail, k] });
+      stack.push([(v as Record<string, unknown>)[key], [...trail, k]]);
     }
   }
   return out;
+}
+
+/** The schema of the value at `trail` (first branch of a composition), for its maxLength. */
+function schemaAt(doc: OpenApiDocument, root: Schema, trail: (string | number)[]): Schema {
+  let s = resolve(doc, root);
+  for (const key of trail) {
+    const branch = (s.allOf ?? s.anyOf ?? s.oneOf)?.[0];
+    if (branch && !s.properties && !s.items) s = resolve(doc, branch);
+    s = resolve(doc, typeof key === 'number' ? s.items : s.properties?.[key]);
+  }
+  const branch = (s.allOf ?? s.anyOf ?? s.oneOf)?.[0];
+  return s.maxLength === undefined && branch ? { ...resolve(doc, branch), ...s } : s;
 }
 
 /**
@@ -389,9 +425,8 @@ export function fuzzRequest(
     const count = g(fc.integer, { min: 0, max: 3 });
     for (let i = 0; i < count; i++) {
       const all = slots(value);
-      const [parent, key] = all[g(fc.integer, { min: 0, max: all.length - 1 })]!;
-      const slotSchema = resolve(doc, bodySchema);
-      const maxLength = typeof key === 'string' ? resolve(doc, slotSchema.properties?.[key]).maxLength : undefined;
+      const { parent, key, trail } = all[g(fc.integer, { min: 0, max: all.length - 1 })]!;
+      const maxLength = schemaAt(doc, bodySchema, trail).maxLength as number | undefined;
       if (g(fc.integer, { min: 0, max: 3 }) === 0 && parent && !Array.isArray(parent)) {
         parent[hostileString(g, 100)] = hostileValue(g, builder);
         mutations.push(`body key added under ${String(key)}`);
