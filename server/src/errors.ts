@@ -77,7 +77,9 @@ interface ValidatorItem {
 }
 
 function describeValidatorItem(item: ValidatorItem): FieldError {
-  const path = (item.path ?? '').replace(/^\.?(body|query|params|headers|path)/, '/$1').replace(/\./g, '/');
+  const path = (item.path ?? '')
+    .replace(/^[./]?(body|query|params|headers|path)\b/, (_, part: string) => (part === 'params' ? '/path' : `/${part}`))
+    .replace(/\./g, '/');
   let message = item.message ?? 'is invalid';
   if (item.errorCode === 'not.openapi.validation' || message === 'must NOT be valid') {
     message = 'is not a field of this request';
