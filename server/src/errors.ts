@@ -78,7 +78,9 @@ interface ValidatorItem {
 
 function describeValidatorItem(item: ValidatorItem): FieldError {
   const path = (item.path ?? '')
-    .replace(/^[./]?(body|query|params|headers|path)\b/, (_, part: string) => (part === 'params' ? '/path' : `/${part}`))
+    .replace(/^[./]?(body|query|params|headers|path)\b/, (_, part: string) =>
+      part === 'params' ? '/path' : `/${part}`,
+    )
     .replace(/\./g, '/');
   let message = item.message ?? 'is invalid';
   if (item.errorCode === 'not.openapi.validation' || message === 'must NOT be valid') {

@@ -5,9 +5,11 @@ import { describe, expect, it } from 'vitest';
 import {
   codePointLength,
   inputViolations,
+  isClean,
   MAX_FREE_FORM_DEPTH,
   MAX_REPORTED,
   pointerSegment,
+  preciseViolations,
   textViolation,
 } from '../../server/src/input-rules.js';
 
@@ -137,6 +139,36 @@ describe('reporting', () => {
         expect(errors.every((e) => e.path.startsWith('/body/properties/'))).toBe(true);
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it('takes the fast path exactly when the precise walk finds nothing (property)', () => {
+    const leaf = fc.oneof(
+      fc.jsonValue({ maxDepth: 2 }),
+      fc.constantFrom('\u0000', '\uD800', 'ok', Number.POSITIVE_INFINITY, Number.NaN, -0),
+      fc.string({ unit: 'binary', maxLength: 6 }),
+    );
+    const tree = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        leaf,
+        fc.array(tie('node'), { maxLength: 3 }),
+        fc.dictionary(fc.constantFrom('a', 'properties', 'origin', '\u0000k', '\uDC00', 'signals'), tie('node'), {
+          maxKeys: 3,
+        }),
+      ),
+    })).node;
+    const deepen = (v: unknown, levels: number) => {
+      let out = v;
+      for (let i = 0; i < levels; i++) out = i % 2 ? [out] : { properties: out, x: out };
+      return out;
+    };
+    fc.assert(
+      fc.property(tree, fc.nat(40), fc.boolean(), (value, levels, freeForm) => {
+        const v = deepen(value, levels % 3 === 0 ? levels : 0);
+        expect(isClean(v, freeForm)).toBe(preciseViolations(v, '', { freeForm }).length === 0);
+      }),
+      { numRuns: 400 },
     );
   });
 });

@@ -9,6 +9,8 @@ import { type FieldError, ValidationError } from '../errors.js';
 import { inputViolations, MAX_REPORTED, summarise, textViolation } from '../input-rules.js';
 
 interface Route {
+  /** The contract's path template, for example `/v1/users/{user_id}`. */
+  template: string;
   pattern: RegExp;
   /** Names of the path parameters, in order. */
   names: string[];
@@ -51,6 +53,7 @@ function compileRoutes(doc: OpenApiDocument): Route[] {
       );
     }
     return {
+      template,
       pattern: new RegExp(`^${source}/?$`),
       names,
       literal: template.replace(/\{[^}]+\}/g, '').length,
@@ -114,12 +117,23 @@ function numericQueryViolations(names: string[], query: Record<string, unknown>)
 
 export function inputRules(doc: OpenApiDocument) {
   const routes = compileRoutes(doc);
+  // Paths without parameters are looked up directly; only the others need a pattern.
+  const fixed = new Map<string, Route>();
+  for (const r of routes) {
+    if (r.names.length === 0) {
+      fixed.set(r.template, r);
+      fixed.set(`${r.template}/`, r);
+    }
+  }
+  const patterned = routes.filter((r) => r.names.length > 0);
   return (req: Request, _res: Response, next: NextFunction) => {
     let match: RegExpExecArray | null = null;
-    const route = routes.find((r) => {
-      match = r.pattern.exec(req.path);
-      return match !== null;
-    });
+    const route =
+      fixed.get(req.path) ??
+      patterned.find((r) => {
+        match = r.pattern.exec(req.path);
+        return match !== null;
+      });
     const errors = pathViolations(route, match, req.path);
     const query = req.query as unknown;
     if (query && typeof query === 'object' && Object.keys(query).length > 0) {
