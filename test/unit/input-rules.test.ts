@@ -160,7 +160,7 @@ describe('reporting', () => {
     })).node;
     const deepen = (v: unknown, levels: number) => {
       let out = v;
-      for (let i = 0; i < levels; i++) out = i % 2 ? [out] : { properties: out, x: out };
+      for (let i = 0; i < levels; i++) out = i % 2 ? [out, 'x'] : { properties: out, x: 1 };
       return out;
     };
     fc.assert(
