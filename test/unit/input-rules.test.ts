@@ -168,7 +168,7 @@ describe('reporting', () => {
         const v = deepen(value, levels % 3 === 0 ? levels : 0);
         expect(isClean(v, freeForm)).toBe(preciseViolations(v, '', { freeForm }).length === 0);
       }),
-      { numRuns: 400 },
+      { numRuns: 200 },
     );
   });
 });
