@@ -1,6 +1,7 @@
 // Builds the Express application: request ids and logs, body parsing, contract validation
 // (requests always, responses strictly in tests), the operation handlers, and one error renderer.
 import { randomUUID } from 'node:crypto';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
 import express, { type Express } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Logger } from 'pino';
@@ -11,6 +12,7 @@ import { resolveApp } from './http/access.js';
 import { securityHandlers } from './http/auth.js';
 import { dispatch } from './http/dispatch.js';
 import { handlers } from './http/handlers.js';
+import { inputRules } from './http/input-rules.js';
 import { mcpJsonRpcRouter } from './http/mcp-jsonrpc.js';
 import { opsRouter } from './http/ops.js';
 import { openRateLimits } from './http/rate-limit.js';
@@ -70,11 +72,16 @@ export function createApp(deps: AppDeps): Express {
   app.use(sdkRouter(config, logger));
   app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
   app.use(websiteGate(ctx)); // CORS and rate limits of /v1/website/*, before validation
+  app.use(inputRules(doc)); // NUL bytes, lone surrogates, non-finite numbers, nesting: before anything reads values
   app.use(
     OpenApiValidator.middleware({
       apiSpec: doc as never,
       // Query, path and header values are coerced to their declared types; JSON bodies never are.
       validateRequests: { allowUnknownQueryParameters: false, allErrors: true },
+      // ajv-formats' "fast" dates are shape-only regexes (2026-02-30 passes, then becomes 2 March);
+      // its "full" validators check the calendar. Other formats stay fast: the full uri format
+      // refuses URLs browsers really send (`?filter[a]=1`).
+      formats: { date: fullFormats.date, 'date-time': fullFormats['date-time'], time: fullFormats.time },
       validateResponses: config.strictResponses
         ? true
         : {

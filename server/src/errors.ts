@@ -118,12 +118,23 @@ interface ValidatorItem {
 }
 
 function describeValidatorItem(item: ValidatorItem): FieldError {
-  const path = (item.path ?? '').replace(/^\.?(body|query|params|headers|path)/, '/$1').replace(/\./g, '/');
+  const path = (item.path ?? '')
+    .replace(/^[./]?(body|query|params|headers|path)\b/, (_, part: string) =>
+      part === 'params' ? '/path' : `/${part}`,
+    )
+    .replace(/\./g, '/');
   let message = item.message ?? 'is invalid';
   if (item.errorCode === 'not.openapi.validation' || message === 'must NOT be valid') {
     message = 'is not a field of this request';
   } else if (item.errorCode === 'additionalProperties.openapi.validation') {
     message = 'has a field that is not part of this request';
+  } else if (message === 'must match pattern "^[!-~]+$"') {
+    message = 'must be printable ASCII without spaces (percent-encode other characters)';
+  } else if (message === 'must match format "date"') {
+    message = 'must be a real calendar date written YYYY-MM-DD (for example 2026-02-28; 2026-02-30 does not exist)';
+  } else if (message === 'must match format "date-time"') {
+    message =
+      'must be a real date and time in ISO 8601 with a time zone (for example 2026-02-28T09:30:00Z; 2026-02-30 does not exist)';
   }
   return { path, message };
 }

@@ -7,9 +7,9 @@ import type { Logger } from 'pino';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { closeRateLimits } from './http/rate-limit.js';
-import { bootstrapIfEmpty, type Credentials, writeCredentials } from './services/bootstrap.js';
 import { jobDefinitions, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
 import { JobRunner } from './jobs/runner.js';
+import { bootstrapIfEmpty, type Credentials, writeCredentials } from './services/bootstrap.js';
 import { Ingestor } from './services/ingest.js';
 import { type Database, openDatabase } from './storage/db.js';
 

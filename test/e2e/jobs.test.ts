@@ -48,13 +48,23 @@ describe('job runner', () => {
       expect(response.status).toBe(200);
       // age two of them: one well past the window, one just inside it
       const now = Date.now();
-      await server.db.knex('event_dedup').where({ app_id: t.app.id, insert_id: 'old' }).update({ received_at: new Date(now - 8 * DAY) });
-      await server.db.knex('event_dedup').where({ app_id: t.app.id, insert_id: 'edge' }).update({ received_at: new Date(now - 6.9 * DAY) });
+      await server.db
+        .knex('event_dedup')
+        .where({ app_id: t.app.id, insert_id: 'old' })
+        .update({ received_at: new Date(now - 8 * DAY) });
+      await server.db
+        .knex('event_dedup')
+        .where({ app_id: t.app.id, insert_id: 'edge' })
+        .update({ received_at: new Date(now - 6.9 * DAY) });
     }
     const id = await server.jobs.runNow(PURGE_EVENT_DEDUP);
     expect(await waitForJob(PURGE_EVENT_DEDUP, id)).toBe('completed');
     for (const t of [a, b]) {
-      const left = await server.db.knex('event_dedup').where({ app_id: t.app.id }).orderBy('insert_id').pluck('insert_id');
+      const left = await server.db
+        .knex('event_dedup')
+        .where({ app_id: t.app.id })
+        .orderBy('insert_id')
+        .pluck('insert_id');
       expect(left).toEqual(['edge', 'fresh']);
     }
     // a repeat of the purged insert_id is stored again; one of a kept insert_id is still a duplicate

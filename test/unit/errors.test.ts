@@ -44,6 +44,29 @@ describe('toAppError', () => {
     );
     expect(e.details).toEqual({ errors: [{ path: '/body/colour', message: 'is not a field of this request' }] });
   });
+
+  it('names path parameters /path/<name>, like the input rules do, and explains date formats', () => {
+    const e = toAppError(
+      {
+        status: 400,
+        errors: [
+          { path: '/params/user_id', message: 'must NOT have more than 255 characters' },
+          { path: '.query.start_date', message: 'must match format "date"' },
+        ],
+      },
+      req,
+    );
+    expect(e.details).toEqual({
+      errors: [
+        { path: '/path/user_id', message: 'must NOT have more than 255 characters' },
+        {
+          path: '/query/start_date',
+          message:
+            'must be a real calendar date written YYYY-MM-DD (for example 2026-02-28; 2026-02-30 does not exist)',
+        },
+      ],
+    });
+  });
 });
 
 describe('envelope', () => {

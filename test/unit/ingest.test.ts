@@ -1,6 +1,7 @@
 // The group-commit writer on its own: concurrent submissions share a transaction, a failing
 // request does not sink the others in its group, and nothing is acknowledged before it is stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ValidationError } from '../../server/src/errors.js';
 import { uuidv7 } from '../../server/src/ids.js';
 import { createLogger } from '../../server/src/logger.js';
 import { type IngestEvent, Ingestor } from '../../server/src/services/ingest.js';
@@ -65,5 +66,56 @@ describe('Ingestor', () => {
     expect(second!.eventId).not.toBe(first!.eventId);
     const [third] = await ingestor.submit([event(appId, 'w-1', { insertId: 'window' })]);
     expect(third).toEqual({ eventId: second!.eventId, duplicate: true });
+  });
+
+  it('refuses events that break the input rules, whatever called it, and stores none of them', async () => {
+    const ingestor = new Ingestor(db.knex, createLogger('silent'));
+    let deep: Record<string, unknown> = { leaf: 1 };
+    for (let i = 1; i < 33; i++) deep = { a: deep };
+    const refused = ingestor.submit([
+      event(appId, 'rules-1'),
+      event(appId, 'rules-1', { eventName: 'a\u0000b' }),
+      event(appId, 'rules-1', { properties: { '\uD800': 1, n: Number.POSITIVE_INFINITY, deep } }),
+      event(appId, 'rules-1', { insertId: 'i'.repeat(65), createdAt: new Date(Date.UTC(1969, 11, 31)) }),
+      event(appId, 'rules-1', { ua: 'u'.repeat(1025), ip: '1'.repeat(46), userRef: 'u'.repeat(256) }),
+    ]);
+    await expect(refused).rejects.toBeInstanceOf(ValidationError);
+    const error = (await refused.catch((e: ValidationError) => e)) as ValidationError;
+    expect(error.details).toEqual({
+      errors: [
+        {
+          path: '/events/1/event_name',
+          message: 'contains a NUL character (U+0000), which cannot be stored; remove it',
+        },
+        {
+          path: '/events/2/properties/\\ud800',
+          message:
+            'is a key that contains a lone UTF-16 surrogate (text that is not valid Unicode); send well-formed UTF-8 text',
+        },
+        {
+          path: '/events/2/properties/n',
+          message: 'is not a finite number (a JSON number this large overflows to Infinity)',
+        },
+        {
+          path: `/events/2/properties/deep${'/a'.repeat(31)}`,
+          message: 'is nested more than 32 levels deep; free-form objects may nest at most 32 levels',
+        },
+        { path: '/events/3/insert_id', message: 'must NOT have more than 64 characters' },
+        { path: '/events/3/timestamp', message: 'is before 1970-01-01T00:00:00Z, the earliest event time accepted' },
+        { path: '/events/4/user_id', message: 'must NOT have more than 255 characters' },
+        { path: '/events/4/ip', message: 'must NOT have more than 45 characters' },
+        { path: '/events/4/ua', message: 'must NOT have more than 1024 characters' },
+      ],
+    });
+    const stored = await db.knex('users').where({ app_id: appId, external_id: 'rules-1' });
+    expect(stored).toHaveLength(0);
+  });
+
+  it('measures lengths in code points: 255 emoji make a valid event name', async () => {
+    const ingestor = new Ingestor(db.knex, createLogger('silent'));
+    const name = '\uD83D\uDE00'.repeat(255);
+    const [result] = await ingestor.submit([event(appId, 'rules-2', { eventName: name })]);
+    const row = await db.knex('events').where({ app_id: appId, id: result!.eventId }).first();
+    expect(row.event_name).toBe(name);
   });
 });

@@ -5,7 +5,18 @@
 import { ValidationError } from '../errors.js';
 import type { ServiceContext } from '../services/context.js';
 import { QueryTimeoutError } from './sandbox.js';
-import { addDays, addUnits, isCalendarDate, label, localDate, truncate, type Unit } from './time.js';
+import {
+  addDays,
+  addUnits,
+  EARLIEST_DATE,
+  isCalendarDate,
+  isSupportedDate,
+  LATEST_DATE,
+  label,
+  localDate,
+  truncate,
+  type Unit,
+} from './time.js';
 
 export type MetricName = 'dau' | 'mau' | 'retention' | 'revenue' | 'arpu' | 'conversion' | 'churn';
 
@@ -49,12 +60,15 @@ const keyOf = (local: string) => local.slice(0, 16);
 /** Resolves the dates (defaults: the 30 days ending today) and checks them. */
 export function resolveDates(startDate: string | undefined, endDate: string | undefined, today: string) {
   const errors: { path: string; message: string }[] = [];
-  if (startDate !== undefined && !isCalendarDate(startDate)) {
-    errors.push({ path: '/query/start_date', message: 'is not a calendar date' });
-  }
-  if (endDate !== undefined && !isCalendarDate(endDate)) {
-    errors.push({ path: '/query/end_date', message: 'is not a calendar date' });
-  }
+  const check = (value: string | undefined, path: string) => {
+    if (value === undefined) return;
+    if (!isCalendarDate(value)) errors.push({ path, message: 'is not a calendar date' });
+    else if (!isSupportedDate(value)) {
+      errors.push({ path, message: `must be between ${EARLIEST_DATE} and ${LATEST_DATE}` });
+    }
+  };
+  check(startDate, '/query/start_date');
+  check(endDate, '/query/end_date');
   if (errors.length > 0) {
     throw new ValidationError(`Invalid request: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
   }

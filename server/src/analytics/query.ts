@@ -107,11 +107,20 @@ export async function answerQuery(
   return done(await runSandboxedQuery(ctx, app.id, answer.sql, options), 'llm_sql');
 }
 
-/** Rows as CSV: a header line, then one line per row (RFC 4180 quoting; objects as JSON). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+const NUMERIC_TEXT = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
+
+/**
+ * Rows as CSV: a header line, then one line per row (RFC 4180 quoting; objects as JSON). Text
+ * that a spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, tab or carriage
+ * return) is prefixed with `'`; numbers, including numeric text such as PostgreSQL's `numeric`
+ * values (`-12.50`), are left as they are.
+ */
 export function toCsv(columns: string[], rows: Record<string, unknown>[]): string {
   const cell = (v: unknown) => {
     if (v === null || v === undefined) return '';
-    const s = typeof v === 'object' ? JSON.stringify(v) : String(v);
+    let s = typeof v === 'object' ? JSON.stringify(v) : String(v);
+    if (typeof v === 'string' && FORMULA_START.test(s) && !NUMERIC_TEXT.test(s)) s = `'${s}`;
     return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   };
   const lines = [columns.map(cell).join(','), ...rows.map((r) => columns.map((c) => cell(r[c])).join(','))];

@@ -6,6 +6,15 @@ export type Unit = 'hour' | 'day' | 'week' | 'month';
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
+/** The dates analytics and event times may name: from the Unix epoch to the end of 2999. */
+export const EARLIEST_DATE = '1970-01-01';
+export const LATEST_DATE = '2999-12-31';
+
+/** True when `s` is a real calendar date between EARLIEST_DATE and LATEST_DATE. */
+export function isSupportedDate(s: string): boolean {
+  return isCalendarDate(s) && s >= EARLIEST_DATE && s <= LATEST_DATE;
+}
+
 /** True when `s` is a real calendar date `YYYY-MM-DD` (2026-02-30 is not). */
 export function isCalendarDate(s: string): boolean {
   const m = DATE.exec(s);

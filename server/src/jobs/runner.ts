@@ -4,8 +4,8 @@
 // Campaign sends and retention add their jobs here; see jobs/index.ts for the list.
 import PgBoss from 'pg-boss';
 import type { Logger } from 'pino';
-import { jobQueueDatabase } from '../storage/job-queue.js';
 import type { Database } from '../storage/db.js';
+import { jobQueueDatabase } from '../storage/job-queue.js';
 
 export interface JobDefinition<T extends object = object> {
   name: string;

@@ -3,8 +3,9 @@
 // currency, country), and a share of them who stop coming back (churn). The same seed, sizes and
 // end date always produce the same events; they go through the ingestion service in chronological
 // chunks, with insert_ids, so seeding twice stores nothing new.
-import { addDays, isCalendarDate, localDate, zonedToInstant } from '../analytics/time.js';
+import { addDays, EARLIEST_DATE, isCalendarDate, LATEST_DATE, localDate, zonedToInstant } from '../analytics/time.js';
 import { NotFoundError, ValidationError } from '../errors.js';
+import { isUuid } from '../ids.js';
 import { findApp, findOrganization } from '../storage/tenancy.js';
 import type { ServiceContext } from './context.js';
 import type { IngestEvent } from './ingest.js';
@@ -143,7 +144,7 @@ export function* demoDays(options: Required<Omit<DemoOptions, 'end_date'>> & { e
 }
 
 export async function seedDemo(ctx: ServiceContext, appId: string, input: DemoOptions = {}) {
-  const app = await findApp(ctx.db, appId);
+  const app = isUuid(appId) ? await findApp(ctx.db, appId) : undefined;
   if (!app) throw new NotFoundError(`No app ${appId}.`);
   const timeZone = (await findOrganization(ctx.db, app.organization_id))?.timezone || 'UTC';
   const options = {
@@ -155,6 +156,14 @@ export async function seedDemo(ctx: ServiceContext, appId: string, input: DemoOp
   if (!isCalendarDate(options.end_date)) {
     throw new ValidationError('Invalid request: /body/end_date is not a calendar date.', [
       { path: '/body/end_date', message: 'is not a calendar date' },
+    ]);
+  }
+  if (
+    addDays(options.end_date, 1 - Math.min(options.days, MAX_DAYS)) < EARLIEST_DATE ||
+    options.end_date > LATEST_DATE
+  ) {
+    throw new ValidationError(`Invalid request: demo data must fall between ${EARLIEST_DATE} and ${LATEST_DATE}.`, [
+      { path: '/body/end_date', message: `must leave the whole period between ${EARLIEST_DATE} and ${LATEST_DATE}` },
     ]);
   }
   if (options.users > MAX_USERS || options.days > MAX_DAYS) {

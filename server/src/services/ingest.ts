@@ -4,8 +4,11 @@
 // the group is retried on its own so one bad request never sinks the others.
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import { type FieldError, ValidationError } from '../errors.js';
 import { uuidv7 } from '../ids.js';
+import { codePointLength, inputViolations, MAX_REPORTED, summarise, textViolation } from '../input-rules.js';
 import { resolveIdentifiers } from '../storage/users.js';
+import { EARLIEST_EVENT_TIME, EVENT_FIELD_LIMITS } from './limits.js';
 
 export interface IngestEvent {
   appId: string;
@@ -48,9 +51,15 @@ export class Ingestor {
     private readonly logger: Logger,
   ) {}
 
-  /** Stores one request's events (all or none) and resolves once they are committed. */
+  /**
+   * Stores one request's events (all or none) and resolves once they are committed. Events that
+   * break the input rules are refused whole with a ValidationError (paths `/events/<i>/<field>`),
+   * whichever way they came in: HTTP requests were already checked, demo data and services not.
+   */
   submit(events: IngestEvent[]): Promise<IngestResult[]> {
     if (events.length === 0) return Promise.resolve([]);
+    const errors = ingestViolations(events);
+    if (errors.length > 0) return Promise.reject(new ValidationError(summarise(errors), errors));
     return new Promise((resolve, reject) => {
       this.pending.push({ events, resolve, reject });
       if (!this.flushing) this.flushing = this.drain();
@@ -299,6 +308,42 @@ async function resolveOrCreateUsers(trx: Knex.Transaction, appId: string, events
     }
   }
   return ids;
+}
+
+/** The input rules (../input-rules.ts) and the contract's field lengths, for events from any source. */
+export function ingestViolations(events: IngestEvent[]): FieldError[] {
+  const errors: FieldError[] = [];
+  const text = (value: string | null | undefined, path: string, max: number) => {
+    if (value === null || value === undefined) return;
+    const problem = textViolation(value);
+    if (problem) errors.push({ path, message: problem });
+    else if (value.length > max && codePointLength(value) > max)
+      errors.push({ path, message: `must NOT have more than ${max} characters` });
+  };
+  for (let i = 0; i < events.length && errors.length < MAX_REPORTED; i++) {
+    const e = events[i]!;
+    const at = `/events/${i}`;
+    text(e.eventName, `${at}/event_name`, EVENT_FIELD_LIMITS.event_name);
+    text(e.userRef, `${at}/user_id`, EVENT_FIELD_LIMITS.user_id);
+    text(e.insertId, `${at}/insert_id`, EVENT_FIELD_LIMITS.insert_id);
+    text(e.ip, `${at}/ip`, EVENT_FIELD_LIMITS.ip);
+    text(e.ua, `${at}/ua`, EVENT_FIELD_LIMITS.ua);
+    errors.push(...inputViolations(e.properties, `${at}/properties`, { freeForm: true }));
+    for (const [field, date] of [
+      ['timestamp', e.createdAt],
+      ['received_at', e.receivedAt],
+    ] as const) {
+      if (!(date instanceof Date) || Number.isNaN(date.getTime())) {
+        errors.push({ path: `${at}/${field}`, message: 'is not a valid date' });
+      } else if (date.getTime() < EARLIEST_EVENT_TIME) {
+        errors.push({
+          path: `${at}/${field}`,
+          message: 'is before 1970-01-01T00:00:00Z, the earliest event time accepted',
+        });
+      }
+    }
+  }
+  return errors.slice(0, MAX_REPORTED);
 }
 
 function chunks<T>(items: T[], size: number): T[][] {

@@ -2,10 +2,18 @@
 // would silently merge unrelated people are refused, and free-form properties are bounded.
 import type { FieldError } from '../errors.js';
 
+/**
+ * Lengths of the event fields, as the contract declares them (EventInput in spec/); the
+ * ingestion service applies them to events that do not come through HTTP too.
+ */
+export const EVENT_FIELD_LIMITS = { event_name: 255, user_id: 255, insert_id: 64, ip: 45, ua: 1024 } as const;
+
 export const MAX_PROPERTY_KEYS = 255;
 export const MAX_PROPERTIES_BYTES = 32 * 1024;
 /** How far in the future a client timestamp may be (clock skew), in milliseconds. */
 export const MAX_FUTURE_SKEW_MS = 60 * 60 * 1000;
+/** The earliest event time accepted (backfill): the Unix epoch. */
+export const EARLIEST_EVENT_TIME = Date.UTC(1970, 0, 1);
 
 const JUNK_IDENTIFIERS = new Set(['', 'null', 'undefined', 'anonymous', 'nan', 'none', '[object object]']);
 
@@ -35,5 +43,7 @@ export function checkTimestamp(value: Date, now: Date, path: string, errors: Fie
   if (Number.isNaN(value.getTime())) errors.push({ path, message: 'is not a valid ISO 8601 date-time' });
   else if (value.getTime() > now.getTime() + MAX_FUTURE_SKEW_MS) {
     errors.push({ path, message: 'is more than one hour in the future' });
+  } else if (value.getTime() < EARLIEST_EVENT_TIME) {
+    errors.push({ path, message: 'is before 1970-01-01T00:00:00Z, the earliest event time accepted' });
   }
 }

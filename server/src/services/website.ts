@@ -135,6 +135,21 @@ export async function websiteConfig(ctx: ServiceContext, app: AppRow) {
 /** The body of POST /v1/website/visits, as the contract defines it (the app is passed apart). */
 export type VisitInput = Omit<VisitRequest, 'app_id'>;
 
+/** The documented basic signals; other keys are kept only in attested advanced mode. */
+export const BASIC_SIGNAL_KEYS = ['js_enabled', 'language', 'webdriver'] as const;
+
+/** The signals stored for a visit: every key in attested advanced mode, else the documented ones. */
+export function keptSignals(
+  app: Pick<AppRow, 'bot_detection' | 'advanced_attested'>,
+  signals: Record<string, unknown> | undefined,
+): Record<string, unknown> {
+  if (!signals) return {};
+  if (app.bot_detection === 'advanced' && app.advanced_attested) return signals;
+  const kept: Record<string, unknown> = {};
+  for (const key of BASIC_SIGNAL_KEYS) if (signals[key] !== undefined) kept[key] = signals[key];
+  return kept;
+}
+
 export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInput, caller: Caller) {
   if (input.advanced_signals !== undefined && !(app.bot_detection === 'advanced' && app.advanced_attested)) {
     throw new ForbiddenError(
@@ -152,9 +167,10 @@ export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInp
   refuse(errors);
 
   const ua = input.ua ?? caller.ua;
+  const signals = keptSignals(app, input.signals);
   const verdict = classifyVisit({
     ua,
-    signals: input.signals,
+    signals,
     advancedSignals: app.bot_detection === 'advanced' ? input.advanced_signals : undefined,
   });
   const visitId = uuidv7(now.getTime());
@@ -190,7 +206,7 @@ export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInp
     page_title: input.page_title ?? null,
     ua,
     ip,
-    signals: input.signals ?? {},
+    signals,
     advanced_signals: app.bot_detection === 'advanced' ? (input.advanced_signals ?? null) : null,
     is_bot: verdict.isBot,
     bot_reason: verdict.isBot ? verdict.reasons.join(',') : null,

@@ -16,7 +16,11 @@ export async function purgeDedupRowsBefore(knex: Knex, appId: string, before: Da
       .where({ app_id: appId })
       .whereIn(
         'insert_id',
-        knex('event_dedup').select('insert_id').where({ app_id: appId }).andWhere('received_at', '<', before).limit(batch),
+        knex('event_dedup')
+          .select('insert_id')
+          .where({ app_id: appId })
+          .andWhere('received_at', '<', before)
+          .limit(batch),
       )
       .del();
     total += deleted;

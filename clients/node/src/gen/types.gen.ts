@@ -52,7 +52,7 @@ export type AnalyticsQueryRequest = {
     /**
      * The question, in natural language (for example `unique users per day for the last 7 days`)
      * or as one SQL `SELECT` over the relations `events` and `users`. SQL runs read-only, in a
-     * sandbox, with a time limit and a row cap.
+     * sandbox, with a time limit and a row cap. At most 20,000 characters.
      */
     query: string;
     /**
@@ -172,13 +172,13 @@ export type AppCreate = {
      */
     name: string;
     /**
-     * The website's URL (`https://www.example.com`); `null` clears it.
+     * The website's URL (`https://www.example.com`, at most 2,048 characters); `null` clears it.
      */
     website_url?: string | null;
     /**
-     * Extra allowed host names (replaces the whole list).
+     * Extra allowed host names (replaces the whole list), each at most 300 characters.
      */
-    authorized_domains?: Array<string>;
+    authorized_domains?: Array<DomainEntry>;
     /**
      * Bot-detection mode. New apps start in `basic`.
      */
@@ -188,13 +188,13 @@ export type AppCreate = {
      */
     advanced_attested?: boolean;
     /**
-     * Consent message for advanced mode; `null` clears it.
+     * Consent message for advanced mode, at most 2,000 characters; `null` clears it.
      */
     consent_message?: string | null;
     /**
      * Event names that count as conversions (replaces the whole list).
      */
-    conversion_events?: Array<string>;
+    conversion_events?: Array<EventNameValue>;
     /**
      * Days to keep data (at least 1); `null` keeps it forever (the default).
      */
@@ -290,13 +290,13 @@ export type AppUpdate = {
      */
     name?: string;
     /**
-     * The website's URL (`https://www.example.com`); `null` clears it.
+     * The website's URL (`https://www.example.com`, at most 2,048 characters); `null` clears it.
      */
     website_url?: string | null;
     /**
-     * Extra allowed host names (replaces the whole list).
+     * Extra allowed host names (replaces the whole list), each at most 300 characters.
      */
-    authorized_domains?: Array<string>;
+    authorized_domains?: Array<DomainEntry>;
     /**
      * Bot-detection mode. New apps start in `basic`.
      */
@@ -306,13 +306,13 @@ export type AppUpdate = {
      */
     advanced_attested?: boolean;
     /**
-     * Consent message for advanced mode; `null` clears it.
+     * Consent message for advanced mode, at most 2,000 characters; `null` clears it.
      */
     consent_message?: string | null;
     /**
      * Event names that count as conversions (replaces the whole list).
      */
-    conversion_events?: Array<string>;
+    conversion_events?: Array<EventNameValue>;
     /**
      * Days to keep data (at least 1); `null` keeps it forever (the default).
      */
@@ -358,7 +358,7 @@ export type AppVersionCreate = {
      */
     version: string;
     /**
-     * What changed.
+     * What changed, at most 10,000 characters.
      */
     release_notes?: string;
     /**
@@ -428,13 +428,13 @@ export type AudienceCreate = {
      */
     name: string;
     /**
-     * Free-text description for people browsing audiences.
+     * Free-text description for people browsing audiences, at most 2,000 characters.
      */
     description?: string;
     /**
      * Who belongs, in natural language, for example
      * "users who did purchase at least 3 times in the last 30 days and whose plan is premium".
-     * 400 `QUERY_NOT_UNDERSTOOD` when it cannot be interpreted.
+     * 400 `QUERY_NOT_UNDERSTOOD` when it cannot be interpreted. At most 2,000 characters.
      */
     criteria: string;
 };
@@ -601,11 +601,11 @@ export type CampaignCreate = {
      */
     title: string;
     /**
-     * Static notification text. Send exactly one of `message` and `prompt`.
+     * Static notification text, at most 4,096 characters. Send exactly one of `message` and `prompt`.
      */
     message?: string;
     /**
-     * Instructions for generating the text for each send. Send exactly one of `message` and `prompt`.
+     * Instructions for generating the text for each send, at most 2,000 characters. Send exactly one of `message` and `prompt`.
      */
     prompt?: string;
     /**
@@ -613,7 +613,7 @@ export type CampaignCreate = {
      */
     audience_id?: string;
     /**
-     * Natural-language criteria for a new audience created with the campaign, instead of `audience_id`.
+     * Natural-language criteria for a new audience created with the campaign, instead of `audience_id` (at most 2,000 characters).
      */
     audience_prompt?: string;
     /**
@@ -633,15 +633,15 @@ export type CampaignCreate = {
      */
     inactivity_days?: number;
     /**
-     * Exact event name that triggers a send, for `trigger`.
+     * Exact event name that triggers a send, for `trigger` (at most 255 characters).
      */
     trigger_event_name?: string;
     /**
-     * Natural-language description of the triggering event, matched to tracked events, instead of `trigger_event_name`.
+     * Natural-language description of the triggering event, matched to tracked events, instead of `trigger_event_name` (at most 2,000 characters).
      */
     trigger_event_prompt?: string;
     /**
-     * URL opened when a recipient taps the notification.
+     * URL opened when a recipient taps the notification, at most 2,048 characters.
      */
     action_url?: string;
 };
@@ -1029,6 +1029,12 @@ export type DemoSeedResult = {
 };
 
 /**
+ * A host allowed to call the website endpoints: `shop.example`, `*.shop.example` or
+ * `localhost:5173` (a host name of up to 253 characters, with a `*.` prefix or a port).
+ */
+export type DomainEntry = string;
+
+/**
  * Engagement figures over the period.
  */
 export type EngagementMetrics = {
@@ -1210,7 +1216,8 @@ export type EventInput = {
     user_id: string;
     /**
      * Free-form attributes of the event, for example `{"plan": "pro", "revenue": 9.99}`.
-     * At most 255 keys and 32 KB of JSON (checked by the server: 400 `INVALID_REQUEST`).
+     * At most 255 keys, 32 KB of JSON and 32 levels of nesting (checked by the server: 400
+     * `INVALID_REQUEST`).
      * A numeric `revenue` (else `amount`) property feeds the revenue, ARPU and conversion metrics.
      */
     properties?: {
@@ -1218,11 +1225,12 @@ export type EventInput = {
     };
     /**
      * IP address of the end user (IPv4 or IPv6), when the event is relayed by your server.
-     * Stored according to the app's `ip_mode` (full, truncated or not at all).
+     * Stored according to the app's `ip_mode` (full, truncated or not at all). At most 45
+     * characters.
      */
     ip?: string;
     /**
-     * User-agent string of the end user's device or browser, when relayed by your server.
+     * User-agent string of the end user's device or browser, when relayed by your server. At most 1,024 characters.
      */
     ua?: string;
     /**
@@ -1238,6 +1246,16 @@ export type EventInput = {
      */
     timestamp?: string;
 };
+
+/**
+ * An event name in a query parameter, 1 to 255 characters.
+ */
+export type EventNameParam = string;
+
+/**
+ * An event name, 1 to 255 characters.
+ */
+export type EventNameValue = string;
 
 /**
  * A stored event, as read back (MCP events query, user export).
@@ -2297,7 +2315,7 @@ export type OrganizationCreate = {
      */
     name: string;
     /**
-     * Free-text description.
+     * Free-text description, at most 2,000 characters.
      */
     description?: string;
     /**
@@ -2363,7 +2381,7 @@ export type OrganizationUpdate = {
      */
     name?: string;
     /**
-     * New description; `null` clears it.
+     * New description, at most 2,000 characters; `null` clears it.
      */
     description?: string | null;
     /**
@@ -2389,6 +2407,12 @@ export type PeakTimes = {
      */
     timezone: string;
 };
+
+/**
+ * A Web Push endpoint URL: printable ASCII without spaces (browsers give it so; anything else is
+ * percent-encoded), at most 2,048 characters.
+ */
+export type PushEndpointUrl = string;
 
 /**
  * An app's push provider configuration, without secrets.
@@ -2437,31 +2461,31 @@ export type PushProviderConfigure = {
      */
     provider: PushProviderKind;
     /**
-     * WonderPush access token (secret).
+     * WonderPush access token (secret, at most 1,024 characters).
      */
     access_token?: string;
     /**
-     * OneSignal app id.
+     * OneSignal app id (at most 255 characters).
      */
     onesignal_app_id?: string;
     /**
-     * OneSignal REST API key (secret).
+     * OneSignal REST API key (secret, at most 1,024 characters).
      */
     rest_api_key?: string;
     /**
-     * URL the webhook provider posts to.
+     * URL the webhook provider posts to, at most 2,048 characters.
      */
     webhook_url?: string;
     /**
-     * Secret used to sign webhook bodies with HMAC-SHA256 (secret).
+     * Secret used to sign webhook bodies with HMAC-SHA256 (secret, at most 1,024 characters).
      */
     webhook_secret?: string;
     /**
-     * VAPID subject for Web Push: a `mailto:` or `https:` URL identifying you.
+     * VAPID subject for Web Push: a `mailto:` or `https:` URL identifying you (at most 2,048 characters).
      */
     vapid_subject?: string;
     /**
-     * Overrides the provider's API base URL (for testing against a local server).
+     * Overrides the provider's API base URL (for testing against a local server; at most 2,048 characters).
      */
     base_url?: string;
 };
@@ -2571,13 +2595,13 @@ export type SendPushRequest = {
      */
     title: string;
     /**
-     * Static notification text. Required when `prompt` is absent.
+     * Static notification text, at most 4,096 characters. Required when `prompt` is absent.
      */
     message?: string;
     /**
      * Instructions for the language model that writes the text, for example
      * "remind them their cart is waiting, friendly tone". Required when `message` is absent.
-     * The text sent is returned in `generatedMessage`.
+     * The text sent is returned in `generatedMessage`. At most 2,000 characters.
      */
     prompt?: string;
     /**
@@ -2587,6 +2611,7 @@ export type SendPushRequest = {
     /**
      * URL opened when the user taps the notification (any scheme, including app deep links).
      * Tally wraps it in a tracked redirect link (`GET /v1/r/{deliveryId}`) to measure clicks.
+     * At most 2,048 characters.
      */
     action_url?: string;
 };
@@ -2750,17 +2775,19 @@ export type UserUpsert = {
      */
     user_id: string;
     /**
-     * Email address. Replaces the stored one when present.
+     * Email address, at most 320 characters. Replaces the stored one when present.
      */
     email?: string;
     /**
-     * Phone number including the country code, for example `+33612345678`. Replaces the stored one when present.
+     * Phone number including the country code, for example `+33612345678`, at most 32
+     * characters. Replaces the stored one when present.
      */
     phone?: string;
     /**
      * Attributes to merge into the user's stored properties: each key given replaces that key,
      * keys not given are kept, and a key set to `null` is removed. For example
-     * `{"plan": "premium", "trial": null}`.
+     * `{"plan": "premium", "trial": null}`. At most 255 keys, 32 KB of JSON and 32 levels of
+     * nesting.
      */
     properties?: {
         [key: string]: unknown;
@@ -2768,6 +2795,7 @@ export type UserUpsert = {
     /**
      * Free-form metadata about where the user came from, for example
      * `{"channel": "ads", "campaign": "spring"}`. Stored as given (replacing the stored value).
+     * At most 32 levels of nesting.
      */
     origin?: {
         [key: string]: unknown;
@@ -2843,19 +2871,19 @@ export type VisitRequest = {
      */
     visitor_id: string;
     /**
-     * Full URL of the page.
+     * Full URL of the page, at most 2,048 characters.
      */
     visit_url: string;
     /**
-     * Path of the page, for example `/pricing`.
+     * Path of the page, for example `/pricing` (at most 2,048 characters).
      */
     path?: string;
     /**
-     * `document.referrer` (may be empty).
+     * `document.referrer` (may be empty; at most 2,048 characters).
      */
     referrer?: string;
     /**
-     * `document.title`.
+     * `document.title`, at most 512 characters.
      */
     page_title?: string;
     /**
@@ -2863,7 +2891,7 @@ export type VisitRequest = {
      */
     timestamp?: string;
     /**
-     * `navigator.userAgent`.
+     * `navigator.userAgent`, at most 1,024 characters.
      */
     ua?: string;
     /**
@@ -2871,8 +2899,9 @@ export type VisitRequest = {
      */
     signals?: VisitSignals;
     /**
-     * Extra fingerprinting signals, free-form. Accepted only when the app is in advanced mode and
-     * attested; otherwise the request is rejected with 403 `ADVANCED_SIGNALS_NOT_ALLOWED`.
+     * Extra fingerprinting signals, free-form (at most 32 levels of nesting). Accepted only when
+     * the app is in advanced mode and attested; otherwise the request is rejected with 403
+     * `ADVANCED_SIGNALS_NOT_ALLOWED`.
      */
     advanced_signals?: {
         [key: string]: unknown;
@@ -2902,8 +2931,9 @@ export type VisitResult = {
 };
 
 /**
- * Basic browser signals used to tell people from bots. Known keys are listed; other keys are
- * accepted and stored.
+ * Basic browser signals used to tell people from bots. Only the keys listed here are stored;
+ * other keys are accepted but dropped, unless the app is in attested advanced mode (then they
+ * are stored as sent).
  */
 export type VisitSignals = {
     /**
@@ -2911,7 +2941,7 @@ export type VisitSignals = {
      */
     js_enabled?: boolean;
     /**
-     * `navigator.language`, for example `fr-FR`.
+     * `navigator.language`, for example `fr-FR` (at most 64 characters).
      */
     language?: string;
     /**
@@ -2925,11 +2955,11 @@ export type VisitSignals = {
  */
 export type WebPushKeys = {
     /**
-     * The subscription's P-256 ECDH public key, base64url.
+     * The subscription's P-256 ECDH public key, base64url (at most 255 characters).
      */
     p256dh: string;
     /**
-     * The subscription's authentication secret, base64url.
+     * The subscription's authentication secret, base64url (at most 255 characters).
      */
     auth: string;
 };
@@ -2939,11 +2969,11 @@ export type WebPushKeys = {
  */
 export type WebPushSubscription = {
     /**
-     * The push service URL of the subscription.
+     * The push service URL of the subscription (printable ASCII, at most 2,048 characters).
      */
-    endpoint: string;
+    endpoint: PushEndpointUrl;
     /**
-     * When the subscription expires, in milliseconds since the epoch, or `null`.
+     * When the subscription expires, in milliseconds since the epoch (0 to 8.64e15, the range of a date), or `null`.
      */
     expirationTime?: number | null;
     /**
@@ -3009,13 +3039,13 @@ export type WebsiteEventRequest = {
      */
     event_name: string;
     /**
-     * Free-form attributes (at most 255 keys, 32 KB).
+     * Free-form attributes (at most 255 keys, 32 KB of JSON, 32 levels of nesting).
      */
     properties?: {
         [key: string]: unknown;
     };
     /**
-     * URL of the page the event happened on.
+     * URL of the page the event happened on, at most 2,048 characters.
      */
     url?: string;
     /**
@@ -3057,7 +3087,7 @@ export type WebsiteUserRequest = {
      */
     appId: string;
     /**
-     * URL of the page the form is on; its origin must be allowed by the app's settings.
+     * URL of the page the form is on; its origin must be allowed by the app's settings. At most 2,048 characters.
      */
     websiteUrl: string;
     /**
@@ -3065,15 +3095,15 @@ export type WebsiteUserRequest = {
      */
     email: string;
     /**
-     * First name, if the form has one.
+     * First name, if the form has one (at most 255 characters).
      */
     firstName?: string;
     /**
-     * Last name, if the form has one.
+     * Last name, if the form has one (at most 255 characters).
      */
     lastName?: string;
     /**
-     * Full name; used when `firstName` and `lastName` are not given.
+     * Full name; used when `firstName` and `lastName` are not given (at most 255 characters).
      */
     name?: string;
     /**
@@ -3113,6 +3143,10 @@ export type AdminAppsListData = {
 };
 
 export type AdminAppsListErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -3216,6 +3250,10 @@ export type AdminAppsGetData = {
 };
 
 export type AdminAppsGetErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -3325,6 +3363,10 @@ export type AdminCampaignsListData = {
 
 export type AdminCampaignsListErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -3432,6 +3474,10 @@ export type AdminIdentitySecretsListData = {
 };
 
 export type AdminIdentitySecretsListErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -3549,6 +3595,10 @@ export type AdminIdentitySecretsRemoveData = {
 
 export type AdminIdentitySecretsRemoveErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -3598,6 +3648,10 @@ export type AdminKeysListData = {
 };
 
 export type AdminKeysListErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -3706,6 +3760,10 @@ export type AdminPushGetData = {
 };
 
 export type AdminPushGetErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -3873,6 +3931,10 @@ export type AdminVersionsListData = {
 
 export type AdminVersionsListErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -3981,6 +4043,10 @@ export type AdminCampaignsPauseData = {
 
 export type AdminCampaignsPauseErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -4034,6 +4100,10 @@ export type AdminCampaignsResumeData = {
 };
 
 export type AdminCampaignsResumeErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4089,6 +4159,10 @@ export type AdminKeysRevokeData = {
 
 export type AdminKeysRevokeErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -4133,6 +4207,10 @@ export type AdminOrganizationsListData = {
 };
 
 export type AdminOrganizationsListErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4228,6 +4306,10 @@ export type AdminOrganizationsGetData = {
 };
 
 export type AdminOrganizationsGetErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4331,6 +4413,10 @@ export type McpInfoData = {
 };
 
 export type McpInfoErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4524,7 +4610,7 @@ export type McpFunnelsData = {
         /**
          * Event names of the steps, in order; repeat the parameter: `?events=signup&events=purchase`.
          */
-        events: Array<string>;
+        events: Array<EventNameParam>;
         /**
          * First day included (`YYYY-MM-DD`); defaults to 29 days before `end_date`.
          */
@@ -4596,6 +4682,10 @@ export type McpAuthData = {
 
 export type McpAuthErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -4640,6 +4730,10 @@ export type McpDocsData = {
 };
 
 export type McpDocsErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4768,6 +4862,10 @@ export type McpResourcesData = {
 
 export type McpResourcesErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -4817,6 +4915,10 @@ export type McpGetAppData = {
 };
 
 export type McpGetAppErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4871,6 +4973,10 @@ export type McpAppVersionsData = {
 };
 
 export type McpAppVersionsErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -4983,6 +5089,10 @@ export type McpGetAudienceData = {
 };
 
 export type McpGetAudienceErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -5103,6 +5213,10 @@ export type McpGetCampaignData = {
 };
 
 export type McpGetCampaignErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
@@ -5557,6 +5671,10 @@ export type PushClickData = {
 
 export type PushClickErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
      */
     404: ErrorResponse;
@@ -5810,6 +5928,10 @@ export type UsersEraseData = {
 
 export type UsersEraseErrors = {
     /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
@@ -5859,6 +5981,10 @@ export type UsersExportData = {
 };
 
 export type UsersExportErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
     /**
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
