@@ -1,8 +1,9 @@
 // The one error family of the service and the one middleware that renders it as the envelope
 // {success:false, error, code, message, details?}. Services throw these; nothing else writes errors.
 import { STATUS_CODES } from 'node:http';
-import type { ErrorRequestHandler, Request } from 'express';
+import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
+import type { RequestContext } from './http/context.js';
 
 export type Details = Record<string, unknown>;
 
@@ -105,12 +106,6 @@ export function envelope(status: number, code: string, message: string, details?
   };
 }
 
-/** Where the auth middleware leaves the precise reason a credential was refused. */
-const authFailures = new WeakMap<Request, AppError>();
-export function rememberAuthFailure(req: Request, error: AppError): void {
-  authFailures.set(req, error);
-}
-
 interface ValidatorItem {
   path?: string;
   message?: string;
@@ -145,12 +140,18 @@ function missingCredentialMessage(path: string): string {
   return 'Send your API key as Authorization: Bearer <key>.';
 }
 
+/** Where an error happened: the request, and why its credential was refused if it was. */
+export interface ErrorSite {
+  method: string;
+  path: string;
+  authFailure?: AppError | null;
+}
+
 /** Turns anything thrown into (status, code, message, details) without leaking internals. */
-export function toAppError(err: unknown, req: Request): AppError {
+export function toAppError(err: unknown, req: ErrorSite): AppError {
   if (err instanceof AppError) return err;
   // A security handler refused the request; the validator's own error has lost the reason.
-  const remembered = authFailures.get(req);
-  if (remembered) return remembered;
+  if (req.authFailure) return req.authFailure;
   const e = err as {
     status?: number;
     statusCode?: number;
@@ -205,8 +206,9 @@ export function toAppError(err: unknown, req: Request): AppError {
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    const appError = toAppError(err, req);
-    const log = (req as { log?: Logger }).log ?? logger;
+    const context = res.locals.ctx as RequestContext | undefined;
+    const appError = toAppError(err, { method: req.method, path: req.path, authFailure: context?.authFailure });
+    const log = context?.log ?? logger;
     if (appError.status >= 500) log.error({ err }, 'request failed');
     else log.debug({ code: appError.code, status: appError.status }, appError.message);
     if (res.headersSent) return;

@@ -63,3 +63,18 @@ export async function resolveIdentifiers(db: Knex, appId: string, identifiers: s
 
 export const listAliases = (db: Knex, appId: string, userId: string) =>
   db<AliasRow>('user_aliases').where({ app_id: appId, user_id: userId }).orderBy('created_at');
+
+/** Sets the email and merges properties into the profiles of existing users, by external id. */
+export async function setProfiles(
+  db: Knex,
+  appId: string,
+  profiles: { externalId: string; email: string; properties: Record<string, unknown> }[],
+): Promise<void> {
+  if (profiles.length === 0) return;
+  await db.raw(
+    `update users u set email = v.email, properties = u.properties || v.props::jsonb, updated_at = now()
+     from (values ${profiles.map(() => '(?, ?, ?)').join(', ')}) as v(external_id, email, props)
+     where u.app_id = ?::uuid and u.external_id = v.external_id`,
+    [...profiles.flatMap((p) => [p.externalId, p.email, JSON.stringify(p.properties)]), appId],
+  );
+}
