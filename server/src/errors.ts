@@ -29,6 +29,13 @@ export class ValidationError extends AppError {
     super(400, code, message, errors ? { errors } : undefined);
   }
 }
+/** Throws one ValidationError naming every field error, when there are any ("Invalid <what>: ..."). */
+export function refuseIfAny(errors: FieldError[], what = 'request'): void {
+  if (errors.length > 0) {
+    throw new ValidationError(`Invalid ${what}: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
+  }
+}
+
 export class AuthError extends AppError {
   constructor(code: 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY', message: string) {
     super(401, code, message);

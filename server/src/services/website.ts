@@ -3,11 +3,19 @@
 // anonymous visitor to a known user, and Web Push subscriptions. Callers have already checked
 // that the request's origin may act for the app.
 import type { PushSubscriptionRequest, VisitRequest, WebsiteEventRequest, WebsiteUserRequest } from '@tally/client';
-import { type FieldError, ForbiddenError, ValidationError } from '../errors.js';
+import { type FieldError, ForbiddenError, refuseIfAny } from '../errors.js';
 import { uuidv7 } from '../ids.js';
 import { checkPushEndpoint } from '../push/endpoint-guard.js';
 import type { AppRow } from '../storage/tenancy.js';
-import { findAlias, findUserByExternalId, findUserByIdentifier } from '../storage/users.js';
+import {
+  addAliasIfAbsent,
+  findAlias,
+  findUserByIdentifier,
+  insertUserIfAbsent,
+  inTransaction,
+  lockUserByExternalId,
+  renameUser,
+} from '../storage/users.js';
 import { hasAliases, mergeUserInto, moveLateEvents, upsertPushSubscription } from '../storage/website.js';
 import { classifyVisit } from './bot-detection.js';
 import type { ServiceContext } from './context.js';
@@ -24,11 +32,6 @@ export interface Caller {
   ua: string | null;
 }
 
-function refuse(errors: FieldError[]): void {
-  if (errors.length > 0)
-    throw new ValidationError(`Invalid request: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
-}
-
 /**
  * Where a user came from (`users.created_via`): the REST API (and admin, demo data), a browser
  * without proof of identity, or a browser with a valid user_hash. Only `website` users may be
@@ -39,7 +42,7 @@ export type CreatedVia = 'api' | 'website' | 'website_verified';
 export async function upsertWebsiteUser(ctx: ServiceContext, app: AppRow, input: WebsiteUserRequest) {
   const errors: FieldError[] = [];
   if (input.externalId !== undefined) checkIdentifier(input.externalId, '/body/externalId', errors);
-  refuse(errors);
+  refuseIfAny(errors);
   const key = input.externalId ?? input.email.trim().toLowerCase();
   const properties: Record<string, unknown> = {};
   if (input.firstName) properties.first_name = input.firstName;
@@ -106,7 +109,7 @@ export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInp
   const errors: FieldError[] = [];
   checkProperties(input.signals, '/body/signals', errors);
   checkProperties(input.advanced_signals, '/body/advanced_signals', errors);
-  refuse(errors);
+  refuseIfAny(errors);
 
   const ua = input.ua ?? caller.ua;
   const signals = keptSignals(app, input.signals);
@@ -204,38 +207,29 @@ export async function identify(ctx: ServiceContext, app: AppRow, visitorId: stri
   const errors: FieldError[] = [];
   checkIdentifier(visitorId, '/body/visitor_id', errors);
   checkIdentifier(userId, '/body/user_id', errors);
-  refuse(errors);
+  refuseIfAny(errors);
   const verified = (await checkUserHash(ctx, app.id, userId, userHash)) === true;
   const now = ctx.clock();
   let merged: { from: string; to: string } | null = null;
-  const user = await ctx.db.transaction(async (trx) => {
+  const createdVia: CreatedVia = verified ? 'website_verified' : 'website';
+  const user = await inTransaction(ctx.db, async (trx) => {
     const reachable = (u: { created_via: CreatedVia }) => verified || u.created_via === 'website';
     const createUser = async () => {
-      await trx('users')
-        .insert({
-          id: uuidv7(now.getTime()),
-          app_id: app.id,
-          external_id: userId,
-          created_at: now,
-          updated_at: now,
-          created_via: verified ? 'website_verified' : 'website',
-        })
-        .onConflict(['app_id', 'external_id'])
-        .ignore();
-      const created = (await findUserByExternalId(trx, app.id, userId))!;
+      const created = await insertUserIfAbsent(trx, app.id, {
+        id: uuidv7(now.getTime()),
+        externalId: userId,
+        createdVia,
+        at: now,
+      });
       // The REST API may have created it in the meantime.
       if (!reachable(created)) throw new IdentityNotVerifiedError(NOT_VERIFIED_TARGET(userId));
       return created;
     };
-    const addAlias = (ownerId: string) =>
-      trx('user_aliases')
-        .insert({ app_id: app.id, alias_id: visitorId, user_id: ownerId, created_at: now })
-        .onConflict(['app_id', 'alias_id'])
-        .ignore();
+    const addAlias = (ownerId: string) => addAliasIfAbsent(trx, app.id, visitorId, ownerId, now);
 
     let target = await findUserByIdentifier(trx, app.id, userId);
     if (target && !reachable(target)) throw new IdentityNotVerifiedError(NOT_VERIFIED_TARGET(userId));
-    const visitor = await trx('users').where({ app_id: app.id, external_id: visitorId }).forUpdate().first();
+    const visitor = await lockUserByExternalId(trx, app.id, visitorId);
     const visitorOwner = visitor ?? (await findUserByIdentifier(trx, app.id, visitorId));
     if (!verified && visitorOwner && visitorOwner.id !== target?.id && visitorOwner.created_via !== 'website') {
       throw new IdentityNotVerifiedError(NOT_VERIFIED_VISITOR(visitorId));
@@ -254,10 +248,7 @@ export async function identify(ctx: ServiceContext, app: AppRow, visitorId: stri
     if (!anonymous) return target ?? (await createUser());
     if (!target) {
       // The visitor becomes the user: one row update keeps its whole history in place.
-      const [renamed] = await trx('users')
-        .where({ app_id: app.id, id: visitor.id })
-        .update({ external_id: userId, updated_at: now, created_via: verified ? 'website_verified' : 'website' })
-        .returning('*');
+      const renamed = await renameUser(trx, app.id, visitor.id, { externalId: userId, createdVia, at: now });
       await addAlias(visitor.id);
       return renamed;
     }
@@ -282,7 +273,7 @@ export async function identify(ctx: ServiceContext, app: AppRow, visitorId: stri
 export async function subscribePush(ctx: ServiceContext, app: AppRow, input: PushSubscriptionRequest) {
   const errors: FieldError[] = [];
   checkIdentifier(input.visitor_id, '/body/visitor_id', errors);
-  refuse(errors);
+  refuseIfAny(errors);
   await checkPushEndpoint(input.subscription.endpoint, ctx.config.pushEndpointAllowlist, '/body/subscription/endpoint');
   const verified = (await checkUserHash(ctx, app.id, input.visitor_id, input.user_hash)) === true;
   const now = ctx.clock();
@@ -293,19 +284,12 @@ export async function subscribePush(ctx: ServiceContext, app: AppRow, input: Pus
     );
   }
   if (!user) {
-    await ctx
-      .db('users')
-      .insert({
-        id: uuidv7(now.getTime()),
-        app_id: app.id,
-        external_id: input.visitor_id,
-        created_at: now,
-        updated_at: now,
-        created_via: verified ? 'website_verified' : 'website',
-      })
-      .onConflict(['app_id', 'external_id'])
-      .ignore();
-    user = (await findUserByExternalId(ctx.db, app.id, input.visitor_id))!;
+    user = await insertUserIfAbsent(ctx.db, app.id, {
+      id: uuidv7(now.getTime()),
+      externalId: input.visitor_id,
+      createdVia: verified ? 'website_verified' : 'website',
+      at: now,
+    });
     if (!verified && user.created_via !== 'website') {
       throw new IdentityNotVerifiedError(
         `The visitor id "${input.visitor_id}" now names a user created through the REST API.`,

@@ -78,3 +78,52 @@ export async function setProfiles(
     [...profiles.flatMap((p) => [p.externalId, p.email, JSON.stringify(p.properties)]), appId],
   );
 }
+
+/** Runs `fn` in one transaction (services compose storage functions inside it). */
+export const inTransaction = <T>(db: Knex, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> => db.transaction(fn);
+
+/** Creates the user unless its external id exists already; returns the user with that external id. */
+export async function insertUserIfAbsent(
+  db: Knex,
+  appId: string,
+  user: { id: string; externalId: string; createdVia: string; at: Date },
+): Promise<UserRow> {
+  await db('users')
+    .insert({
+      id: user.id,
+      app_id: appId,
+      external_id: user.externalId,
+      created_at: user.at,
+      updated_at: user.at,
+      created_via: user.createdVia,
+    })
+    .onConflict(['app_id', 'external_id'])
+    .ignore();
+  return (await findUserByExternalId(db, appId, user.externalId))!;
+}
+
+/** The user with this external id, locked until the transaction ends. */
+export const lockUserByExternalId = (trx: Knex.Transaction, appId: string, externalId: string) =>
+  trx<UserRow>('users').where({ app_id: appId, external_id: externalId }).forUpdate().first();
+
+/** Makes `aliasId` an identifier of the user, unless it already names someone. */
+export async function addAliasIfAbsent(db: Knex, appId: string, aliasId: string, userId: string, at: Date) {
+  await db('user_aliases')
+    .insert({ app_id: appId, alias_id: aliasId, user_id: userId, created_at: at })
+    .onConflict(['app_id', 'alias_id'])
+    .ignore();
+}
+
+/** Gives the user a new external id (and origin); its history stays attached to its internal id. */
+export async function renameUser(
+  db: Knex,
+  appId: string,
+  userId: string,
+  change: { externalId: string; createdVia: string; at: Date },
+): Promise<UserRow> {
+  const [renamed] = await db('users')
+    .where({ app_id: appId, id: userId })
+    .update({ external_id: change.externalId, updated_at: change.at, created_via: change.createdVia })
+    .returning('*');
+  return renamed as UserRow;
+}
