@@ -1,0 +1,161 @@
+// Interpretations: one plain sentence saying what was computed and over which period, for every
+// answer (`interpretation`) and for audiences ("understood as: ..."). Written from the AST, so it
+// says what the SQL does, not what the question said.
+import type { Bounds, Condition, Dimension, EventSet, Filter, Measure, Part, Period, Query } from './ast.js';
+import { describePeriod } from './periods.js';
+
+export interface DescribeContext {
+  today: string;
+  now: Date;
+}
+
+const OPS: Record<Filter['op'], string> = {
+  eq: 'is',
+  neq: 'is not',
+  in: 'is',
+  not_in: 'is not',
+  gt: 'is over',
+  gte: 'is at least',
+  lt: 'is under',
+  lte: 'is at most',
+  between: 'is between',
+  contains: 'contains',
+  not_contains: 'does not contain',
+  starts_with: 'starts with',
+  ends_with: 'ends with',
+  exists: 'is set',
+  not_exists: 'is not set',
+};
+
+const keyName = (k: string) => (k === '$revenue' ? 'revenue' : k);
+
+export function describeFilter(f: Filter): string {
+  const values =
+    f.op === 'between'
+      ? `${f.values[0]} and ${f.values[1]}`
+      : f.values.map((v) => (typeof v === 'string' ? `"${v}"` : String(v))).join(' or ');
+  return values ? `${keyName(f.key)} ${OPS[f.op]} ${values}` : `${keyName(f.key)} ${OPS[f.op]}`;
+}
+
+function bounds(b: Bounds, unit: string): string {
+  if (b.gte !== undefined && b.lte !== undefined) return b.gte === b.lte ? `exactly ${b.gte} ${unit}` : `between ${b.gte} and ${b.lte} ${unit}`;
+  const parts: string[] = [];
+  if (b.gt !== undefined) parts.push(`more than ${b.gt}`);
+  if (b.gte !== undefined) parts.push(`at least ${b.gte}`);
+  if (b.lt !== undefined) parts.push(`fewer than ${b.lt}`);
+  if (b.lte !== undefined) parts.push(`at most ${b.lte}`);
+  return `${parts.join(' and ')} ${unit}`;
+}
+
+function events(set: EventSet, plural = true): string {
+  const names = set.events.length === 0 ? (plural ? 'events' : 'any event') : `${set.events.map((e) => `"${e}"`).join(' or ')} ${plural ? 'events' : 'event'}`;
+  return set.filters.length === 0 ? names : `${names} where ${set.filters.map(describeFilter).join(' and ')}`;
+}
+
+/** A condition in words: `did "purchase" at least 3 times in the last 30 days (...)`. */
+export function describeCondition(c: Condition, dc: DescribeContext, nested = false): string {
+  const period = (p: Period | undefined) => (p ? ` in ${describePeriod(p, dc.today, dc.now)}` : '');
+  switch (c.type) {
+    case 'all':
+      return 'all users';
+    case 'and':
+    case 'or': {
+      const text = c.of.map((x) => describeCondition(x, dc, true)).join(` ${c.type} `);
+      return nested ? `(${text})` : text;
+    }
+    case 'not':
+      if (c.of.type === 'did') return `did not do ${describeCondition(c.of, dc).slice('did '.length)}`;
+      return `not (${describeCondition(c.of, dc)})`;
+    case 'did': {
+      let s = `did ${events(c, false)}`;
+      if (c.times) s += ` ${bounds(c.times, 'times')}`;
+      if (c.total) s += ` for a total ${keyName(c.total.key)} of ${bounds(c.total, '').trim()}`;
+      return s + period(c.period);
+    }
+    case 'inactive':
+      return `no activity in ${describePeriod(c.period, dc.today, dc.now)}, first seen before it`;
+    case 'first_seen':
+      return `first seen${period(c.period)}`;
+    case 'user':
+      return describeFilter(c.filter);
+  }
+}
+
+function measure(m: Measure, q: Query, dc: DescribeContext): string {
+  switch (m.kind) {
+    case 'events':
+      return `the number of ${events(q.events)}`;
+    case 'users':
+      return q.events.events.length || q.events.filters.length
+        ? `the number of distinct users with ${events(q.events)}`
+        : q.period
+          ? 'the number of distinct active users'
+          : 'the number of users';
+    case 'new_users':
+      return 'the number of new users (first seen)';
+    case 'aggregate': {
+      const fn = { sum: 'the total', avg: 'the average', min: 'the smallest', max: 'the largest', median: 'the median' }[m.fn];
+      return `${fn} ${keyName(m.key)} of ${events(q.events)}`;
+    }
+    case 'metric': {
+      const names = {
+        dau: 'daily active users (DAU; the average of the daily counts over several days)',
+        wau: 'weekly active users (users active in the 7 days ending then)',
+        mau: 'monthly active users (MAU: users active in the 30 days ending then)',
+        retention: 'retention (percent of the users first seen in the period who are active in the next one)',
+        churn: "churn (percent of the previous period's active users not active in this one)",
+        conversion: 'conversion (percent of active users who did a conversion event)',
+        arpu: 'revenue per active user (ARPU)',
+      };
+      return `${names[m.metric]}, as GET /v1/analytics/metrics computes it`;
+    }
+    case 'retention_day':
+      return `day-${m.day} retention (percent of the users whose first event falls in the period who are active on the ${m.day}${m.day === 1 ? 'st' : m.day === 2 ? 'nd' : m.day === 3 ? 'rd' : 'th'} day after their first day)`;
+    case 'ratio':
+      return `${part(m.numerator, dc)} divided by ${part(m.denominator, dc)}${m.percent ? ', as a percentage' : ''}`;
+    case 'funnel':
+      return `the percent of users with ${events(m.from)} who also have ${events(m.to)}`;
+  }
+}
+
+function part(p: Part, dc: DescribeContext): string {
+  if (p.segment) return p.segment.type === 'all' ? 'the number of users' : `the number of users who ${describeCondition(p.segment, dc)}`;
+  if (p.measure === 'events') return `the number of ${events(p)}`;
+  if (p.measure === 'users') return p.events.length ? `the number of distinct users with ${events(p)}` : 'the number of active users';
+  return `the total ${keyName(p.key ?? '$revenue')} of ${events(p)}`;
+}
+
+function dimension(d: Dimension): string {
+  switch (d.kind) {
+    case 'event_name':
+      return 'event name';
+    case 'event_property':
+      return `the event's ${d.key}`;
+    case 'user_property':
+      return `the user's ${d.key}`;
+    case 'user':
+      return 'user';
+    case 'time':
+      return d.unit;
+  }
+}
+
+/** One sentence: what the query computes and over which period. */
+export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Period): string {
+  let s = measure(q.measure, q, dc);
+  s = s.charAt(0).toUpperCase() + s.slice(1);
+  if (q.segment) s += `, for users where ${describeCondition(q.segment, dc)}`;
+  if (q.having) s += `, for each user with ${bounds(q.having, 'such events')}`;
+  if (q.groupBy) {
+    s += `, by ${dimension(q.groupBy)}`;
+    if (q.percent) s += ' as a percentage of the total';
+    if (q.limit) s += `, ${q.order === 'asc' ? 'lowest' : 'highest'} ${q.limit === 1 ? 'one' : q.limit} first`;
+    else s += `, ${q.order === 'asc' ? 'lowest' : 'highest'} first`;
+  }
+  if (q.bucket) s += `, per ${q.bucket} with every ${q.bucket} listed`;
+  const period = q.period ?? defaultPeriod;
+  if (q.compare) s += `, compared between ${q.compare.map((p) => describePeriod(p, dc.today, dc.now)).join(' and ')}`;
+  else if (period) s += `, over ${describePeriod(period, dc.today, dc.now)}`;
+  else s += ', over all time';
+  return `${s}.`;
+}
