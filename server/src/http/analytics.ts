@@ -16,7 +16,7 @@ export function analyticsHandlers(ctx: ServiceContext) {
     Analytics_query: async (req: Request, res: Response) => {
       const app = requestApp(req);
       const { query, format } = req.body as { query: string; format?: 'json' | 'csv' };
-      const answer = await answerQuery(ctx, app, await timeZoneOf(ctx, app.organization_id), query);
+      const answer = await answerQuery(ctx, app, query);
       if (format === 'csv') {
         res.type('text/csv').send(toCsv(answer.columns, answer.rows));
         return;
@@ -28,6 +28,7 @@ export function analyticsHandlers(ctx: ServiceContext) {
         rows_returned: answer.rows.length,
         sql: answer.sql,
         query_method: answer.method,
+        interpretation: answer.interpretation,
         truncated: answer.truncated,
       });
     },

@@ -32,6 +32,7 @@ export function audienceHandlers(ctx: ServiceContext) {
           : `Audience created with ${users} from SQL written by the language model.`,
         query_method: created.queryMethod,
         confidence: created.confidence,
+        ...(understood ? { interpretation: understood } : {}),
       });
     },
     Audiences_list: async (req: Request, res: Response) => {

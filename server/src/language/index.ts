@@ -64,6 +64,7 @@ export function suggest(
   for (const e of lexicon.events) if (events.length < 3 && !events.includes(e.name)) events.push(e.name);
   for (const k of lexicon.keys()) if (properties.length < 3 && !properties.includes(k)) properties.push(k);
   const parses = (t: string) => {
+    if (t.length > 500) return false;
     try {
       if (kind === 'question') understandQuestion(t, lexicon, clock);
       else understandCriteria(t, lexicon, clock);

@@ -415,7 +415,7 @@ export function read(source: string, lexicon: Lexicon, today: string, now: Date)
     }
   }
   const mentions: Tagged[] = [];
-  const raw = (a: number, b: number) => source.slice(tokens[a]!.start, tokens[b - 1]!.end);
+  const raw = (a: number, b: number) => source.slice(tokens[a]!.start, tokens[Math.min(b, tokens.length) - 1]!.end);
   const periods = findPeriods(tokens, source, today, now);
   const periodAt = new Map(periods.map((p) => [p.start, p]));
   for (let i = 0; i < tokens.length; ) {

@@ -251,7 +251,8 @@ function matchAt(tokens: Token[], i: number, today: string, dates: Map<number, D
     return hit(1 + so, { from: day(0), to: day(1), label: 'today', unit: 'day' });
   }
   if (w(0) === 'yesterday') return hit(1, { from: day(-1), to: day(0), label: 'yesterday', unit: 'day' });
-  if (w(0) === 'tomorrow' || (w(0) === 'next' && (isUnit(w(1)) || count(tokens, i + 1) || WEEKDAYS.includes(w(1)))) || (w(0) === 'coming' && isUnit(w(1)))) {
+  if (w(0) === 'tomorrow') return hit(1, null, 'it is in the future: Tally answers about what already happened');
+  if ((w(0) === 'next' && (isUnit(w(1)) || count(tokens, i + 1) || WEEKDAYS.includes(w(1)))) || (w(0) === 'coming' && isUnit(w(1)))) {
     return hit(2, null, 'it is in the future: Tally answers about what already happened');
   }
   // so far this month / this month so far / month to date / MTD

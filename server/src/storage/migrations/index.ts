@@ -8,6 +8,7 @@ import * as m004 from './004-analytics.js';
 import * as m005 from './005-audiences.js';
 import * as m006 from './006-website.js';
 import * as m007 from './007-push.js';
+import * as m011 from './011-segments-v2.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001-tenancy': m001,
@@ -17,6 +18,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '005-audiences': m005,
   '006-website': m006,
   '007-push': m007,
+  '011-segments-v2': m011,
 };
 
 const source: Knex.MigrationSource<string> = {
