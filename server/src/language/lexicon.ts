@@ -292,7 +292,10 @@ export class Lexicon {
         const target: Target = { kind: 'value', key, values: [...originals] };
         const original = [...originals][0]!;
         // Values that are also everyday words ("IN", "US") count only as written.
-        const exact = words.length === 1 && (FILLERS.has(lower) || lower === 'no') && original !== lower ? original : undefined;
+        const common = words.length === 1 && (FILLERS.has(lower) || lower === 'no' || lower.length < 2);
+        // a lower-case value that is also a common word ("a", "in") is only read after its key
+        if (common && original === lower) continue;
+        const exact = common ? original : undefined;
         this.add(words, target, 0, exact);
         for (const name of COUNTRIES[original.toUpperCase()] && original.length === 2 ? COUNTRIES[original.toUpperCase()]! : []) {
           this.add(name.split(/[\s.]+/).filter(Boolean), target, 1);

@@ -50,6 +50,7 @@ const PATTERN = new RegExp(
   [
     /(?<quoted>"[^"]*"|“[^”]*”|‘[^’]*’|(?<![\p{L}\p{N}])'[^']+'(?![\p{L}\p{N}]))/u.source,
     /(?<iso>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?)(?![\d-])/u.source,
+    /(?<literal>[\p{L}\p{N}._%+-]*@[\p{L}\p{N}.-]+|(?:[\p{L}\p{N}-]+\.)+(?:com|org|net|io|co|fr|de|uk|dev|app)\b)/u.source,
     /(?<slash>\d{1,2}\/\d{1,2}(?:\/\d{2,4})?)(?![\d/])/u.source,
     /(?<money>[$€£]\s?\d[\d,]*(?:\.\d+)?[km]?|\d[\d,]*(?:\.\d+)?[km]?\s?[$€£])(?![\p{L}\p{N}])/u.source,
     /(?<percent>\d+(?:\.\d+)?\s?%)/u.source,
@@ -82,6 +83,9 @@ export function tokenize(source: string): Token[] {
     if (g.quoted !== undefined) {
       const inner = g.quoted.slice(1, -1).trim();
       push({ kind: 'quoted', raw: inner, text: strip(inner.toLowerCase()), start, end });
+    } else if (g.literal !== undefined) {
+      // an e-mail address or a domain: one value, as written
+      push({ kind: 'quoted', raw: g.literal, text: strip(g.literal.toLowerCase()), start, end });
     } else if (g.iso !== undefined) {
       push({ kind: 'date', raw: g.iso, text: g.iso.toLowerCase(), start, end, date: g.iso });
     } else if (g.slash !== undefined) {
