@@ -2,7 +2,7 @@
 // answer (`interpretation`) and for audiences ("understood as: ..."). Written from the AST, so it
 // says what the SQL does, not what the question said.
 import type { Bounds, Condition, Dimension, EventSet, Filter, Measure, Part, Period, Query } from './ast.js';
-import { describePeriod } from './periods.js';
+import { describePeriod, periodPhrase } from './periods.js';
 
 export interface DescribeContext {
   today: string;
@@ -54,7 +54,7 @@ function events(set: EventSet, plural = true): string {
 
 /** A condition in words: `did "purchase" at least 3 times in the last 30 days (...)`. */
 export function describeCondition(c: Condition, dc: DescribeContext, nested = false): string {
-  const period = (p: Period | undefined) => (p ? ` in ${describePeriod(p, dc.today, dc.now)}` : '');
+  const period = (p: Period | undefined) => (p ? ` ${periodPhrase(p, dc.today, dc.now).replace(/^over /, 'in ')}` : '');
   switch (c.type) {
     case 'all':
       return 'all users';
@@ -155,7 +155,7 @@ export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Per
   if (q.bucket) s += `, per ${q.bucket} with every ${q.bucket} listed`;
   const period = q.period ?? defaultPeriod;
   if (q.compare) s += `, compared between ${q.compare.map((p) => describePeriod(p, dc.today, dc.now)).join(' and ')}`;
-  else if (period) s += `, over ${describePeriod(period, dc.today, dc.now)}`;
+  else if (period) s += `, ${periodPhrase(period, dc.today, dc.now)}`;
   else s += ', over all time';
   return `${s}.`;
 }

@@ -83,6 +83,14 @@ export function describePeriod(p: Period, today: string, now: Date): string {
   return dates && !p.label.includes(dates) ? `${p.label} (${dates})` : p.label;
 }
 
+/** The period as the end of a sentence: "over last week (...)", "since March 15 (from ...)", "on 2026-03-10". */
+export function periodPhrase(p: Period, today: string, now: Date): string {
+  const text = describePeriod(p, today, now);
+  if (/^(since|after|before|until|between|from|today|yesterday|the day before)\b/i.test(p.label) || /\bago$/.test(p.label)) return text;
+  if (/^\d{4}-\d{2}-\d{2}$/.test(p.label) || /^[A-Z][a-z]+day \d{4}/.test(p.label)) return `on ${text}`;
+  return `over ${text}`;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Recognition
 
@@ -269,7 +277,7 @@ function matchAt(tokens: Token[], i: number, today: string, dates: Map<number, D
       const so = w(k + 1) === 'so' && w(k + 2) === 'far' ? 2 : 0;
       return hit(k + 1 + so, current(u));
     }
-    if (w(k) === 'weekend') return hit(k + 1, weekend(today, 0));
+    if (w(k) === 'weekend') return hit(k + 1, weekend(today, -1));
     const wd = weekday(w(k));
     if (wd !== null) return hit(k + 1, weekdayPeriod(today, wd, true));
   }
@@ -403,7 +411,8 @@ function weekdayPeriod(today: string, wd: number, includeToday: boolean): Period
   let back = (todayIndex - wd + 7) % 7;
   if (back === 0 && !includeToday) back = 7;
   const date = addDays(today, -back);
-  return { from: { date }, to: { date: addDays(date, 1) }, label: `${WEEKDAYS[wd]} ${date}`, unit: 'day' };
+  const name = WEEKDAYS[wd]!;
+  return { from: { date }, to: { date: addDays(date, 1) }, label: `${name[0]!.toUpperCase()}${name.slice(1)} ${date}`, unit: 'day' };
 }
 
 /** Saturday and Sunday: of this week (`0`) or the most recent one that is over (`-1`). */

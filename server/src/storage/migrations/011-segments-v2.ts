@@ -22,7 +22,7 @@ function anchor(i: Json): Json {
   }
   if ('date' in i) return { date: i.shift ? addDays(i.date, Number(i.shift)) : i.date };
   if ('at' in i) return { date: String(i.at).slice(0, 10) };
-  return { unit: i.start, offset: -Number(i.back ?? 0) };
+  return { unit: i.start, offset: 0 - Number(i.back ?? 0) };
 }
 
 function period(r: Json | undefined, label: string): Json | undefined {
