@@ -6,7 +6,13 @@
 import fs from 'node:fs';
 import { loadConfig } from '../server/src/config.js';
 import { uuidv7 } from '../server/src/ids.js';
-import { type Clock, Lexicon, NotUnderstood, understandCriteria, understandQuestion } from '../server/src/language/index.js';
+import {
+  type Clock,
+  Lexicon,
+  NotUnderstood,
+  understandCriteria,
+  understandQuestion,
+} from '../server/src/language/index.js';
 import { createLogger } from '../server/src/logger.js';
 import type { ServiceContext } from '../server/src/services/context.js';
 import { seedDemo } from '../server/src/services/demo.js';
@@ -23,8 +29,12 @@ function percentile(sorted: number[], p: number): number {
 }
 
 export async function benchNl() {
-  const questions = (JSON.parse(fs.readFileSync('bench/nl-cases.json', 'utf8')).cases as { question: string }[]).map((c) => c.question);
-  const criteria = (JSON.parse(fs.readFileSync('test/fixtures/audience-criteria.json', 'utf8')).cases as { criteria: string }[]).map((c) => c.criteria);
+  const questions = (JSON.parse(fs.readFileSync('bench/nl-cases.json', 'utf8')).cases as { question: string }[]).map(
+    (c) => c.question,
+  );
+  const criteria = (
+    JSON.parse(fs.readFileSync('test/fixtures/audience-criteria.json', 'utf8')).cases as { criteria: string }[]
+  ).map((c) => c.criteria);
   const database = await openDatabase({ dataDir: ':memory:' });
   let lexicon: Lexicon;
   const now = new Date('2026-03-31T18:00:00Z');
@@ -49,7 +59,14 @@ export async function benchNl() {
     lexicon = new Lexicon(data);
     const buildMs = performance.now() - t2;
     const clock: Clock = { today: '2026-03-31', now };
-    const cx: CompileContext = { now, timeZone: 'UTC', today: '2026-03-31', moneyKey: lexicon.moneyKey, conversionEvents: [], firstSeen: () => '2026-01-31T18:00:00.000Z' };
+    const cx: CompileContext = {
+      now,
+      timeZone: 'UTC',
+      today: '2026-03-31',
+      moneyKey: lexicon.moneyKey,
+      conversionEvents: [],
+      firstSeen: () => '2026-01-31T18:00:00.000Z',
+    };
     const times: number[] = [];
     const best = new Map<string, number>();
     const run = (text: string, kind: 'q' | 'c') => {
@@ -79,7 +96,12 @@ export async function benchNl() {
       rounds: ROUNDS,
       lexicon_load_ms: Math.round(loadMs),
       lexicon_build_ms: Math.round(buildMs),
-      parse_and_compile_ms: { median: percentile(times, 0.5), p95: percentile(times, 0.95), p99: percentile(times, 0.99), max: percentile(times, 1) },
+      parse_and_compile_ms: {
+        median: percentile(times, 0.5),
+        p95: percentile(times, 0.95),
+        p99: percentile(times, 0.99),
+        max: percentile(times, 1),
+      },
       // each text's fastest run, then the slowest text: the engine's own cost without pauses
       slowest_text_ms: Math.round(Math.max(...best.values()) * 1000) / 1000,
       runs_over_5_ms: times.filter((t) => t > 5).length,

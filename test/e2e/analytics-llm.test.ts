@@ -33,7 +33,17 @@ afterAll(async () => {
 
 const ask = (query: string) => tenant.client.analyticsQuery({ body: { app_id: tenant.app.id, query } });
 const schemaOf = (req: ChatRequest) => req.response_format?.json_schema?.name;
-const none = { fn: null, key: null, metric: null, day: null, numerator: null, denominator: null, percent: null, from: null, to: null };
+const none = {
+  fn: null,
+  key: null,
+  metric: null,
+  day: null,
+  numerator: null,
+  denominator: null,
+  percent: null,
+  from: null,
+  to: null,
+};
 const ast = (over: Record<string, unknown>) => ({
   understood: true,
   confidence: 0.7,
@@ -53,14 +63,23 @@ const ast = (over: Record<string, unknown>) => ({
 
 describe('the model fills the query AST', () => {
   it('is asked with the JSON Schema of the AST when the built-in engine does not understand, and its query is compiled', async () => {
-    answer = (req) =>
+    answer = () =>
       JSON.stringify(
-        ast({ events: { events: ['purchase'], filters: [{ key: 'coupon', op: 'exists', values: [] }] }, measure: { ...none, kind: 'events' } }),
+        ast({
+          events: { events: ['purchase'], filters: [{ key: 'coupon', op: 'exists', values: [] }] },
+          measure: { ...none, kind: 'events' },
+        }),
       );
     const before = fake.requests.length;
     const { data, error } = await ask('which share of buyers used a coupon code');
     expect(error).toBeUndefined();
-    expect(data).toMatchObject({ success: true, data: [{ value: 1 }], rows_returned: 1, query_method: 'llm', truncated: false });
+    expect(data).toMatchObject({
+      success: true,
+      data: [{ value: 1 }],
+      rows_returned: 1,
+      query_method: 'llm',
+      truncated: false,
+    });
     expect(data!.interpretation).toContain('"purchase" events where coupon is set');
     expect(fake.requests).toHaveLength(before + 1);
     const request = fake.requests.at(-1)!;
@@ -69,7 +88,10 @@ describe('the model fills the query AST', () => {
       type: 'json_schema',
       json_schema: { name: 'analytics_query', strict: true, schema: { type: 'object', additionalProperties: false } },
     });
-    expect(request.messages.at(-1)).toMatchObject({ role: 'user', content: 'which share of buyers used a coupon code' });
+    expect(request.messages.at(-1)).toMatchObject({
+      role: 'user',
+      content: 'which share of buyers used a coupon code',
+    });
     expect(request.messages[0]!.content).toContain('event "purchase"');
     expect(request.messages[0]!.content).toContain('coupon');
   });
@@ -89,7 +111,12 @@ describe('the model fills the query AST', () => {
         : JSON.stringify({ sql, explanation: 'Logins, all time.' });
     const { data, error } = await ask('how often do people sign in');
     expect(error).toBeUndefined();
-    expect(data).toMatchObject({ query_method: 'llm_sql', data: [{ value: 1 }], sql, interpretation: 'Logins, all time.' });
+    expect(data).toMatchObject({
+      query_method: 'llm_sql',
+      data: [{ value: 1 }],
+      sql,
+      interpretation: 'Logins, all time.',
+    });
     expect(schemaOf(fake.requests.at(-1)!)).toBe('analytics_sql');
     expect(fake.requests.at(-1)!.messages[0]!.content).toContain('events(id uuid, user_id text, event_name text');
   });
@@ -123,7 +150,11 @@ describe('SQL written by the model', () => {
     expect(error).toMatchObject({
       code: 'QUERY_NOT_UNDERSTOOD',
       message: expect.stringContaining('language model'),
-      details: { examples: expect.any(Array), unknown: expect.any(Array), suggestions: { events: expect.arrayContaining(['purchase']) } },
+      details: {
+        examples: expect.any(Array),
+        unknown: expect.any(Array),
+        suggestions: { events: expect.arrayContaining(['purchase']) },
+      },
     });
   });
 });

@@ -91,32 +91,115 @@ describe('bench/nl-cases.json', () => {
       } else if (!c.refused && JSON.stringify(normalise(data!.data)) === JSON.stringify(c.expected)) outcome.right++;
       else outcome.wrong.push(c.question);
     }
-    console.info(`held-out analytics cases: ${outcome.right}/${heldOut.length} right, ${outcome.refused} refused, ${outcome.wrong.length} wrong`);
+    console.info(
+      `held-out analytics cases: ${outcome.right}/${heldOut.length} right, ${outcome.refused} refused, ${outcome.wrong.length} wrong`,
+    );
     expect(outcome.right / heldOut.length).toBeGreaterThanOrEqual(0.85);
     expect(outcome.wrong.length).toBeLessThanOrEqual(1);
   });
 });
 
 describe('metric words give the numbers of GET /v1/analytics/metrics', () => {
-  const cases: [string, { metric: 'dau' | 'mau' | 'retention' | 'revenue' | 'arpu' | 'conversion' | 'churn'; start_date: string; end_date: string; granularity: 'hour' | 'day' | 'week' | 'month' }, 'series' | 'single'][] = [
-    ['DAU by day last week', { metric: 'dau', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'day' }, 'series'],
-    ['DAU last week', { metric: 'dau', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'week' }, 'single'],
-    ['hourly DAU yesterday', { metric: 'dau', start_date: '2026-03-30', end_date: '2026-03-30', granularity: 'hour' }, 'series'],
-    ['daily active users by week in march', { metric: 'dau', start_date: '2026-03-01', end_date: '2026-03-31', granularity: 'week' }, 'series'],
-    ['MAU by day in the last 14 days', { metric: 'mau', start_date: '2026-03-18', end_date: '2026-03-31', granularity: 'day' }, 'series'],
-    ['MAU last month', { metric: 'mau', start_date: '2026-02-01', end_date: '2026-02-28', granularity: 'month' }, 'single'],
-    ['weekly retention in february', { metric: 'retention', start_date: '2026-02-01', end_date: '2026-02-28', granularity: 'week' }, 'series'],
-    ['retention last week', { metric: 'retention', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'week' }, 'single'],
-    ['daily retention last week', { metric: 'retention', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'day' }, 'series'],
-    ['revenue by day last week', { metric: 'revenue', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'day' }, 'series'],
-    ['monthly revenue this year', { metric: 'revenue', start_date: '2026-01-01', end_date: '2026-03-31', granularity: 'month' }, 'series'],
-    ['revenue last month', { metric: 'revenue', start_date: '2026-02-01', end_date: '2026-02-28', granularity: 'month' }, 'single'],
-    ['ARPU by week last month', { metric: 'arpu', start_date: '2026-02-01', end_date: '2026-02-28', granularity: 'week' }, 'series'],
-    ['average revenue per user last month', { metric: 'arpu', start_date: '2026-02-01', end_date: '2026-02-28', granularity: 'month' }, 'single'],
-    ['conversion rate by day last week', { metric: 'conversion', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'day' }, 'series'],
-    ['conversion rate this month', { metric: 'conversion', start_date: '2026-03-01', end_date: '2026-03-31', granularity: 'month' }, 'single'],
-    ['churn by week in march', { metric: 'churn', start_date: '2026-03-01', end_date: '2026-03-31', granularity: 'week' }, 'series'],
-    ['churn rate last week', { metric: 'churn', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'week' }, 'single'],
+  const cases: [
+    string,
+    {
+      metric: 'dau' | 'mau' | 'retention' | 'revenue' | 'arpu' | 'conversion' | 'churn';
+      start_date: string;
+      end_date: string;
+      granularity: 'hour' | 'day' | 'week' | 'month';
+    },
+    'series' | 'single',
+  ][] = [
+    [
+      'DAU by day last week',
+      { metric: 'dau', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'day' },
+      'series',
+    ],
+    [
+      'DAU last week',
+      { metric: 'dau', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'week' },
+      'single',
+    ],
+    [
+      'hourly DAU yesterday',
+      { metric: 'dau', start_date: '2026-03-30', end_date: '2026-03-30', granularity: 'hour' },
+      'series',
+    ],
+    [
+      'daily active users by week in march',
+      { metric: 'dau', start_date: '2026-03-01', end_date: '2026-03-31', granularity: 'week' },
+      'series',
+    ],
+    [
+      'MAU by day in the last 14 days',
+      { metric: 'mau', start_date: '2026-03-18', end_date: '2026-03-31', granularity: 'day' },
+      'series',
+    ],
+    [
+      'MAU last month',
+      { metric: 'mau', start_date: '2026-02-01', end_date: '2026-02-28', granularity: 'month' },
+      'single',
+    ],
+    [
+      'weekly retention in february',
+      { metric: 'retention', start_date: '2026-02-01', end_date: '2026-02-28', granularity: 'week' },
+      'series',
+    ],
+    [
+      'retention last week',
+      { metric: 'retention', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'week' },
+      'single',
+    ],
+    [
+      'daily retention last week',
+      { metric: 'retention', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'day' },
+      'series',
+    ],
+    [
+      'revenue by day last week',
+      { metric: 'revenue', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'day' },
+      'series',
+    ],
+    [
+      'monthly revenue this year',
+      { metric: 'revenue', start_date: '2026-01-01', end_date: '2026-03-31', granularity: 'month' },
+      'series',
+    ],
+    [
+      'revenue last month',
+      { metric: 'revenue', start_date: '2026-02-01', end_date: '2026-02-28', granularity: 'month' },
+      'single',
+    ],
+    [
+      'ARPU by week last month',
+      { metric: 'arpu', start_date: '2026-02-01', end_date: '2026-02-28', granularity: 'week' },
+      'series',
+    ],
+    [
+      'average revenue per user last month',
+      { metric: 'arpu', start_date: '2026-02-01', end_date: '2026-02-28', granularity: 'month' },
+      'single',
+    ],
+    [
+      'conversion rate by day last week',
+      { metric: 'conversion', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'day' },
+      'series',
+    ],
+    [
+      'conversion rate this month',
+      { metric: 'conversion', start_date: '2026-03-01', end_date: '2026-03-31', granularity: 'month' },
+      'single',
+    ],
+    [
+      'churn by week in march',
+      { metric: 'churn', start_date: '2026-03-01', end_date: '2026-03-31', granularity: 'week' },
+      'series',
+    ],
+    [
+      'churn rate last week',
+      { metric: 'churn', start_date: '2026-03-23', end_date: '2026-03-29', granularity: 'week' },
+      'single',
+    ],
   ];
   it.each(cases)('"%s"', async (question, params, shape) => {
     const metrics = await demo.client.analyticsMetrics({ query: { app_id: demo.appId, ...params } });

@@ -89,14 +89,18 @@ it('held-out criteria: no server error, no wrong audience, and at least 85% righ
     if (!c.refused && JSON.stringify(await members(data!.audience_id)) === JSON.stringify(c.expected)) outcome.right++;
     else outcome.wrong.push(c.criteria);
   }
-  console.info(`held-out criteria: ${outcome.right}/${heldOut.length} right, ${outcome.refused} refused, ${outcome.wrong.length} wrong`);
+  console.info(
+    `held-out criteria: ${outcome.right}/${heldOut.length} right, ${outcome.refused} refused, ${outcome.wrong.length} wrong`,
+  );
   expect(outcome.wrong).toEqual([]);
   expect(outcome.right / heldOut.length).toBeGreaterThanOrEqual(0.85);
 });
 
 it('means the same periods as analytics: "last month" is the previous calendar month in both', async () => {
   const { data } = await create('users who did purchase last month');
-  const q = await demo.client.analyticsQuery({ body: { app_id: demo.appId, query: 'how many users did purchase last month' } });
+  const q = await demo.client.analyticsQuery({
+    body: { app_id: demo.appId, query: 'how many users did purchase last month' },
+  });
   expect(q.data!.data).toEqual([{ value: data!.user_count }]);
   expect(data!.interpretation).toContain('last month (2026-02-01 to 2026-02-28)');
   expect(q.data!.interpretation).toContain('last month (2026-02-01 to 2026-02-28)');

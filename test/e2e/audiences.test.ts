@@ -188,7 +188,11 @@ describe('POST /v1/audiences: what is stored and answered', () => {
         examples: expect.any(Array),
         reason: expect.stringContaining('cats'),
         unknown: ['cats'],
-        suggestions: { events: expect.arrayContaining(['purchase']), properties: expect.any(Array), rephrasings: expect.any(Array) },
+        suggestions: {
+          events: expect.arrayContaining(['purchase']),
+          properties: expect.any(Array),
+          rephrasings: expect.any(Array),
+        },
       },
     });
     const examples = (error!.details as { examples: string[] }).examples;
@@ -334,13 +338,19 @@ describe('criteria the rules engine does not understand, with a language model',
     expect(fake.requests.length).toBe(calls);
   });
 
-  it('lets the model fill the same condition AST (structured output), checked and compiled like the engine\'s', async () => {
+  it("lets the model fill the same condition AST (structured output), checked and compiled like the engine's", async () => {
     const criteria = 'our most loyal shoppers';
     const none = { of: null, events: null, filters: null, period: null, times: null, total: null, filter: null };
     answers.set(`audience_criteria:${criteria}`, {
       understood: true,
       confidence: 0.8,
-      where: { ...none, type: 'did', events: ['purchase'], filters: [], times: { gt: null, gte: 2, lt: null, lte: null } },
+      where: {
+        ...none,
+        type: 'did',
+        events: ['purchase'],
+        filters: [],
+        times: { gt: null, gte: 2, lt: null, lte: null },
+      },
     });
     const { data, error } = await ask(criteria);
     expect(error).toBeUndefined();
@@ -354,8 +364,16 @@ describe('criteria the rules engine does not understand, with a language model',
     });
     expect(request.messages[0]!.content).toContain('event "purchase"');
     const row = await llmServer.db.knex('audiences').where({ id: data!.audience_id }).first();
-    expect(row).toMatchObject({ query_method: 'llm', sql: null, definition: { version: 2, where: { type: 'did', events: ['purchase'] } } });
-    expect((await audienceMembers(serviceContext(llmServer), t.app.id, data!.audience_id, { limit: 10, offset: 0 })).users.map((u) => u.user_id)).toEqual(['ann']);
+    expect(row).toMatchObject({
+      query_method: 'llm',
+      sql: null,
+      definition: { version: 2, where: { type: 'did', events: ['purchase'] } },
+    });
+    expect(
+      (
+        await audienceMembers(serviceContext(llmServer), t.app.id, data!.audience_id, { limit: 10, offset: 0 })
+      ).users.map((u) => u.user_id),
+    ).toEqual(['ann']);
   });
 
   it('does not trust a model condition naming what the app does not have: it falls back to SQL, else refuses', async () => {
@@ -363,7 +381,16 @@ describe('criteria the rules engine does not understand, with a language model',
     answers.set(`audience_criteria:${criteria}`, {
       understood: true,
       confidence: 0.9,
-      where: { type: 'did', of: null, events: ['refund'], filters: [], period: null, times: null, total: null, filter: null },
+      where: {
+        type: 'did',
+        of: null,
+        events: ['refund'],
+        filters: [],
+        period: null,
+        times: null,
+        total: null,
+        filter: null,
+      },
     });
     answers.set(`audience_sql:${criteria}`, { sql: '', confidence: 0 });
     const { error, response } = await ask(criteria);

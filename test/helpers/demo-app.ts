@@ -52,7 +52,11 @@ export async function startDemoApp(file: CaseFile, env: Record<string, string> =
   });
   const fixed = new Date(file.clock);
   const clock = () => fixed;
-  const running = await startServer(config, createLogger('silent'), { database: db, clock, writeCredentialsFile: false });
+  const running = await startServer(config, createLogger('silent'), {
+    database: db,
+    clock,
+    writeCredentialsFile: false,
+  });
   const org = await insertOrganization(db.knex, { id: uuidv7(), name: 'NL test org' });
   const app = await insertApp(db.knex, { id: uuidv7(), organization_id: org.id, name: 'Demo shop' });
   const key = await createKey(db.knex, app, { kind: 'rest' });

@@ -35,7 +35,10 @@ export async function looksLikeSql(text: string): Promise<boolean> {
 const LLM_SQL_SCHEMA = {
   type: 'object',
   properties: {
-    sql: { type: 'string', description: 'One PostgreSQL SELECT statement answering the question, or "" if impossible.' },
+    sql: {
+      type: 'string',
+      description: 'One PostgreSQL SELECT statement answering the question, or "" if impossible.',
+    },
     explanation: { type: 'string', description: 'One sentence on what the query computes, over which period.' },
   },
   required: ['sql', 'explanation'],
@@ -77,13 +80,19 @@ export async function answerQuery(ctx: ServiceContext, app: { id: string }, quer
       schema: LLM_SQL_SCHEMA,
     });
   } catch (err) {
-    ctx.logger.warn({ err: err instanceof LlmError ? err.message : err }, 'language model failed on an analytics question');
+    ctx.logger.warn(
+      { err: err instanceof LlmError ? err.message : err },
+      'language model failed on an analytics question',
+    );
     throw refusal(lc, query, read.rulesError, 'question', ' The language model did not answer either.');
   }
   if (typeof answer?.sql !== 'string' || answer.sql.trim() === '') {
     throw refusal(lc, query, read.rulesError, 'question', ' The language model could not write a query for it either.');
   }
-  const explanation = typeof answer.explanation === 'string' && answer.explanation.trim() ? answer.explanation.trim() : 'SQL written by the language model.';
+  const explanation =
+    typeof answer.explanation === 'string' && answer.explanation.trim()
+      ? answer.explanation.trim()
+      : 'SQL written by the language model.';
   return done(await runSandboxedQuery(ctx, app.id, answer.sql, options), 'llm_sql', explanation.slice(0, 500), 0.5);
 }
 

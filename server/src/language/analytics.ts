@@ -25,7 +25,24 @@ import { place, relevantEvents, scopeOf } from './place.js';
 import { SKIPPABLE } from './words.js';
 
 /** Roles that carry no meaning once the structure is read. */
-const QUIET_ROLES = new Set(['rel', 'which', 'is', 'have', 'with', 'and', 'by', 'each', 'all_time', 'in_total', 'to', 'whose', 'where', 'paying', 'unique', 'popular']);
+const QUIET_ROLES = new Set([
+  'rel',
+  'which',
+  'is',
+  'have',
+  'with',
+  'and',
+  'by',
+  'each',
+  'all_time',
+  'in_total',
+  'to',
+  'whose',
+  'where',
+  'paying',
+  'unique',
+  'popular',
+]);
 
 interface Order {
   order: 'desc' | 'asc';
@@ -81,14 +98,20 @@ class Question {
     this.orderAndGroups();
     const before = this.ms.filter((m) => !m.used);
     const numbers = takeNumbers(this.ms);
-    const specs = takeFilters(this.ms, this.lexicon);
+    const specs = takeFilters(this.ms);
     this.filterMentions = before.filter((m) => m.used);
     const query = this.measure(numbers, specs);
     const left = this.unused().filter(
-      (m) => !isFiller(m) && !(m.kind === 'role' && QUIET_ROLES.has(m.role)) && !(m.kind === 'target' && SKIPPABLE.has(m.raw.toLowerCase())),
+      (m) =>
+        !isFiller(m) &&
+        !(m.kind === 'role' && QUIET_ROLES.has(m.role)) &&
+        !(m.kind === 'target' && SKIPPABLE.has(m.raw.toLowerCase())),
     );
     if (left.length > 0) {
-      throw new NotUnderstood(`I do not know what to do with "${left.map((m) => m.raw).join('", "')}" in this question.`, left.map((m) => m.raw));
+      throw new NotUnderstood(
+        `I do not know what to do with "${left.map((m) => m.raw).join('", "')}" in this question.`,
+        left.map((m) => m.raw),
+      );
     }
     return query;
   }
@@ -115,13 +138,15 @@ class Question {
         this.compare = p.parts;
         return;
       }
-      if (vs && !isRole(vs, 'change')) throw new NotUnderstood('Compared with what? Name both periods, e.g. "this week vs last week".');
+      if (vs && !isRole(vs, 'change'))
+        throw new NotUnderstood('Compared with what? Name both periods, e.g. "this week vs last week".');
       if (vs) vs.used = false;
       this.period = periods[0];
       return;
     }
     if (periods.length === 0) {
-      if (vs && !isRole(vs, 'change')) throw new NotUnderstood('Compared with what? Name both periods, e.g. "this week vs last week".');
+      if (vs && !isRole(vs, 'change'))
+        throw new NotUnderstood('Compared with what? Name both periods, e.g. "this week vs last week".');
       if (vs) vs.used = false;
       return;
     }
@@ -137,7 +162,9 @@ class Question {
       this.absorbBetween(ps);
       return;
     }
-    throw new NotUnderstood(`Two periods ("${ps.map((p) => p.raw).join('", "')}"): compare them with "vs", or ask about one.`);
+    throw new NotUnderstood(
+      `Two periods ("${ps.map((p) => p.raw).join('", "')}"): compare them with "vs", or ask about one.`,
+    );
   }
 
   private absorbBetween(ps: Tagged[]) {
@@ -160,7 +187,8 @@ class Question {
       return { dim: { kind: 'event_name' }, end: k };
     }
     if (isRole(m, 'users', 'visitors')) return { dim: { kind: 'user' }, end: k };
-    if (targetsOf(m, 'field').some((t) => t.kind === 'field' && t.field === 'user_id')) return { dim: { kind: 'user' }, end: k };
+    if (targetsOf(m, 'field').some((t) => t.kind === 'field' && t.field === 'user_id'))
+      return { dim: { kind: 'user' }, end: k };
     if (roleOf(m).startsWith('unit:')) return { dim: { bucket: roleOf(m).slice(5) as Bucket }, end: k };
     return null;
   }
@@ -190,7 +218,18 @@ class Question {
         }
         continue;
       }
-      if (['most', 'least', 'best_selling', 'worst_selling', 'busiest', 'quietest', 'most_active', 'least_active'].includes(r)) {
+      if (
+        [
+          'most',
+          'least',
+          'best_selling',
+          'worst_selling',
+          'busiest',
+          'quietest',
+          'most_active',
+          'least_active',
+        ].includes(r)
+      ) {
         m.used = true;
         const order = ['least', 'worst_selling', 'quietest', 'least_active'].includes(r) ? 'asc' : 'desc';
         this.order = { order, limit: this.order?.limit ?? 1, ...(r.endsWith('selling') ? { selling: true } : {}) };
@@ -243,7 +282,8 @@ class Question {
           continue;
         }
         // "per user" after a count is a ratio, unless totals per user are asked
-        if (r === 'per' && 'kind' in d.dim && d.dim.kind === 'user' && !this.ms.some((x) => isRole(x, 'agg:sum'))) continue;
+        if (r === 'per' && 'kind' in d.dim && d.dim.kind === 'user' && !this.ms.some((x) => isRole(x, 'agg:sum')))
+          continue;
         m.used = true;
         for (let x = k; x <= d.end; x++) this.ms[x]!.used = true;
         this.setDimension(d.dim);
@@ -285,25 +325,51 @@ class Question {
     // events and agents named
     const eventMentions = this.ms.filter((m) => !m.used && eventsOf(m));
     const agent = eventMentions.find((m) => targetsOf(m, 'agent').length > 0);
-    const events = [...new Set(eventMentions.filter((m) => !targetsOf(m, 'agent').length).flatMap((m) => eventsOf(m)!))];
+    const events = [
+      ...new Set(eventMentions.filter((m) => !targetsOf(m, 'agent').length).flatMap((m) => eventsOf(m)!)),
+    ];
 
-    if (metric && roleOf(metric) === 'metric:arpu' && this.ms.some((m) => !m.used && isRole(m, 'agg:sum') && m.end <= metric.start)) {
+    if (
+      metric &&
+      roleOf(metric) === 'metric:arpu' &&
+      this.ms.some((m) => !m.used && isRole(m, 'agg:sum') && m.end <= metric.start)
+    ) {
       // "total revenue per user": per-user totals
       metric.used = true;
       this.take('agg:sum');
       this.groupBy = { kind: 'user' };
-      return this.finish({ kind: 'aggregate', fn: 'sum', key: '$revenue' }, { events: events.length ? events : this.moneyEvents(), filters: [] }, specs, numbers);
+      return this.finish(
+        { kind: 'aggregate', fn: 'sum', key: '$revenue' },
+        { events: events.length ? events : this.moneyEvents(), filters: [] },
+        specs,
+        numbers,
+      );
     }
     if (metric) return this.metricQuery(metric, eventMentions, specs, numbers);
     if (this.take('arppu')) {
       const money = this.moneyEvents();
-      return this.finish({ kind: 'ratio', numerator: { measure: 'sum', key: '$revenue', events: money, filters: [] }, denominator: { measure: 'users', events: money, filters: [] }, percent: false }, { events: [], filters: [] }, specs, numbers);
+      return this.finish(
+        {
+          kind: 'ratio',
+          numerator: { measure: 'sum', key: '$revenue', events: money, filters: [] },
+          denominator: { measure: 'users', events: money, filters: [] },
+          percent: false,
+        },
+        { events: [], filters: [] },
+        specs,
+        numbers,
+      );
     }
     const aov = this.take('aov', 'aov_median');
     if (aov) {
       const on = events.length > 0 ? events : this.moneyEvents();
       for (const m of eventMentions) m.used = true;
-      return this.finish({ kind: 'aggregate', fn: roleOf(aov) === 'aov' ? 'avg' : 'median', key: '$revenue' }, { events: on, filters: [] }, specs, numbers);
+      return this.finish(
+        { kind: 'aggregate', fn: roleOf(aov) === 'aov' ? 'avg' : 'median', key: '$revenue' },
+        { events: on, filters: [] },
+        specs,
+        numbers,
+      );
     }
     // "X per Y": purchases per session, sessions per user
     const per = this.ms.find((m) => !m.used && isRole(m, 'per'));
@@ -322,7 +388,8 @@ class Question {
     const users = this.ms.find((m) => !m.used && isRole(m, 'users', 'visitors'));
     const newUsers = this.take('new_users');
     const keyMention = this.ms.find((m) => !m.used && targetsOf(m, 'key').length === 1);
-    if (this.percent && !this.groupBy && (users || agent || events.length > 0 || specs.length > 0)) return this.share(users, specs, numbers);
+    if (this.percent && !this.groupBy && (users || agent || events.length > 0 || specs.length > 0))
+      return this.share(users, specs, numbers);
 
     if (agg || money || (sales && !count)) {
       const fn = agg ? (roleOf(agg).slice(4) as 'sum' | 'avg' | 'min' | 'max' | 'median') : 'sum';
@@ -332,12 +399,24 @@ class Question {
         keyMention.used = true;
         const on = events.length > 0 ? events : lexicon.eventsWithKey(key);
         const stats = on.map((e) => lexicon.eventProperty(e, key)).filter(Boolean);
-        if (stats.length === 0 || !stats.some((s) => s!.numeric)) throw new NotUnderstood(`"${key}" is not a number on ${events.length ? `"${events.join('", "')}" events` : 'any event'}: it cannot be summed or averaged.`, [keyMention.raw]);
+        if (stats.length === 0 || !stats.some((s) => s!.numeric))
+          throw new NotUnderstood(
+            `"${key}" is not a number on ${events.length ? `"${events.join('", "')}" events` : 'any event'}: it cannot be summed or averaged.`,
+            [keyMention.raw],
+          );
         for (const m of eventMentions) m.used = true;
-        return this.finish({ kind: 'aggregate', fn, key: key === lexicon.moneyKey ? '$revenue' : key }, { events: on, filters: [] }, specs, numbers);
+        return this.finish(
+          { kind: 'aggregate', fn, key: key === lexicon.moneyKey ? '$revenue' : key },
+          { events: on, filters: [] },
+          specs,
+          numbers,
+        );
       }
       if (money || sales || (fn !== 'sum' && events.length > 0)) {
-        if (!lexicon.moneyKey) throw new NotUnderstood('This app has no events carrying revenue or an amount.', [money?.raw ?? sales?.raw ?? '']);
+        if (!lexicon.moneyKey)
+          throw new NotUnderstood('This app has no events carrying revenue or an amount.', [
+            money?.raw ?? sales?.raw ?? '',
+          ]);
         const on = events.length > 0 ? events : this.moneyEvents();
         if (events.length > 0 && !events.every((e) => lexicon.eventProperty(e, lexicon.moneyKey!))) {
           throw new NotUnderstood(`"${events.join('", "')}" events carry no ${lexicon.moneyKey}.`);
@@ -347,7 +426,13 @@ class Question {
           // "how much did premium users spend": the users are a segment
           if (users) users.used = true;
         }
-        return this.finish({ kind: 'aggregate', fn, key: '$revenue' }, { events: events.length > 0 ? events : [], filters: [] }, specs, numbers, on);
+        return this.finish(
+          { kind: 'aggregate', fn, key: '$revenue' },
+          { events: events.length > 0 ? events : [], filters: [] },
+          specs,
+          numbers,
+          on,
+        );
       }
       // "total purchases", "total users": a count
     }
@@ -366,13 +451,15 @@ class Question {
     const eventWord = this.ms.find((m) => !m.used && isRole(m, 'event_word'));
     const eventsFirst = firstEvent && users && firstEvent.start < users.start && !agent;
     const wordFirst = eventWord && users && eventWord.start < users.start;
-    if ((users || agent) && !eventsFirst && !wordFirst) return this.usersQuery(users, agent, eventMentions, specs, numbers, count);
+    if ((users || agent) && !eventsFirst && !wordFirst)
+      return this.usersQuery(users, eventMentions, specs, numbers, count);
     if (users && (eventsFirst || wordFirst)) users.used = true;
     if (events.length > 0 || this.has('event_word') || count || agg || this.groupBy || this.order) {
       this.take('event_word');
       for (const m of eventMentions) m.used = true;
       if (count) count.used = true;
-      const andJoined = events.length > 1 && this.ms.some((m) => isRole(m, 'and') && !m.used && between(this.ms, m, eventMentions));
+      const andJoined =
+        events.length > 1 && this.ms.some((m) => isRole(m, 'and') && !m.used && between(this.ms, m, eventMentions));
       if (andJoined && !this.groupBy && !this.compare) this.groupBy = { kind: 'event_name' };
       this.useConnectors(eventMentions);
       return this.finish({ kind: 'events' }, { events, filters: [] }, specs, numbers);
@@ -408,9 +495,14 @@ class Question {
     }
     for (const m of this.ms) if (!m.used && isRole(m, 'users', 'active', 'unique', 'rate', 'agg:avg')) m.used = true;
     if (eventMentions.length > 0 || specs.length > 0 || numbers.length > 0) {
-      throw new NotUnderstood(`${name.toUpperCase()} is computed over all of the app's users and events, like GET /v1/analytics/metrics: it takes a period and a bucket, not filters.`);
+      throw new NotUnderstood(
+        `${name.toUpperCase()} is computed over all of the app's users and events, like GET /v1/analytics/metrics: it takes a period and a bucket, not filters.`,
+      );
     }
-    if (this.groupBy && this.groupBy.kind !== 'time') throw new NotUnderstood(`${name.toUpperCase()} cannot be broken down by ${JSON.stringify(this.groupBy)}; ask for it by day, week or month.`);
+    if (this.groupBy && this.groupBy.kind !== 'time')
+      throw new NotUnderstood(
+        `${name.toUpperCase()} cannot be broken down by ${JSON.stringify(this.groupBy)}; ask for it by day, week or month.`,
+      );
     return this.finish({ kind: 'metric', metric: name }, { events: [], filters: [] }, [], []);
   }
 
@@ -420,15 +512,23 @@ class Question {
     this.take('to');
     this.take('rate');
     this.take('metric:conversion');
-    if (specs.length > 0 || numbers.length > 0) throw new NotUnderstood('Conversion between two events takes no filters yet.');
-    return this.finish({ kind: 'funnel', from: { events: eventsOf(a)!, filters: [] }, to: { events: eventsOf(b)!, filters: [] } }, { events: [], filters: [] }, [], []);
+    if (specs.length > 0 || numbers.length > 0)
+      throw new NotUnderstood('Conversion between two events takes no filters yet.');
+    return this.finish(
+      { kind: 'funnel', from: { events: eventsOf(a)!, filters: [] }, to: { events: eventsOf(b)!, filters: [] } },
+      { events: [], filters: [] },
+      [],
+      [],
+    );
   }
 
   private perQuery(per: Tagged, specs: FilterSpec[], numbers: NumberSpec[]): Query {
     const i = this.ms.indexOf(per);
     per.used = true;
     const after = this.ms[this.next(i)];
-    const before = [...this.ms.slice(0, i)].reverse().find((m) => !m.used && !isFiller(m) && !isRole(m, 'agg:avg', 'count'));
+    const before = [...this.ms.slice(0, i)]
+      .reverse()
+      .find((m) => !m.used && !isFiller(m) && !isRole(m, 'agg:avg', 'count'));
     this.take('agg:avg');
     this.take('count');
     const part = (m: Tagged | undefined): import('./ast.js').Part | null => {
@@ -443,10 +543,19 @@ class Question {
     };
     const num = part(before);
     const den = part(after);
-    if (!num || !den) throw new NotUnderstood(`"${before?.raw ?? ''} per ${after?.raw ?? ''}": Tally divides counts of events, users or revenue.`, [per.raw]);
+    if (!num || !den)
+      throw new NotUnderstood(
+        `"${before?.raw ?? ''} per ${after?.raw ?? ''}": Tally divides counts of events, users or revenue.`,
+        [per.raw],
+      );
     before!.used = true;
     after!.used = true;
-    return this.finish({ kind: 'ratio', numerator: num, denominator: den, percent: false }, { events: [], filters: [] }, specs, numbers);
+    return this.finish(
+      { kind: 'ratio', numerator: num, denominator: den, percent: false },
+      { events: [], filters: [] },
+      specs,
+      numbers,
+    );
   }
 
   /** "what percentage of users made a purchase", "share of premium users". */
@@ -454,11 +563,15 @@ class Question {
     if (users) users.used = true;
     this.take('out_of');
     const rest = this.unused().filter((m) => !isFiller(m) && !(m.kind === 'role' && QUIET_ROLES.has(m.role)));
+    const period = this.period;
     const condition = this.conditionFrom(rest, specs, numbers);
+    // the period stays on the query for the denominator: the users active in it
+    this.period = period;
     const hasEvents = JSON.stringify(condition).includes('"did"');
-    const denominator: import('./ast.js').Part = hasEvents || this.period
-      ? { measure: 'users', events: [], filters: [] }
-      : { measure: 'users', events: [], filters: [], segment: { type: 'all' } };
+    const denominator: import('./ast.js').Part =
+      hasEvents || this.period
+        ? { measure: 'users', events: [], filters: [] }
+        : { measure: 'users', events: [], filters: [], segment: { type: 'all' } };
     const numerator: import('./ast.js').Part = { measure: 'users', events: [], filters: [], segment: condition };
     return this.finish({ kind: 'ratio', numerator, denominator, percent: true }, { events: [], filters: [] }, [], []);
   }
@@ -484,8 +597,13 @@ class Question {
     return c;
   }
 
-  private usersQuery(users: Tagged | undefined, agent: Tagged | undefined, eventMentions: Tagged[], specs: FilterSpec[], numbers: NumberSpec[], count: Tagged | undefined): Query {
-    const lexicon = this.lexicon;
+  private usersQuery(
+    users: Tagged | undefined,
+    eventMentions: Tagged[],
+    specs: FilterSpec[],
+    numbers: NumberSpec[],
+    count: Tagged | undefined,
+  ): Query {
     // "users with more than 150 events", "users who did purchase at least 5 times": a list
     const threshold = numbers.find((n) => n.unit === 'times');
     if (!count && threshold && !this.groupBy) {
@@ -503,7 +621,9 @@ class Question {
       // a number of users: those matching the rest of the question, read as criteria
       if (users) users.used = true;
       this.take('active');
-      const rest = this.unused().filter((m) => !isFiller(m) && !(m.kind === 'role' && QUIET_ROLES.has(m.role) && !isRole(m, 'and', 'with', 'rel')));
+      const rest = this.unused().filter(
+        (m) => !isFiller(m) && !(m.kind === 'role' && QUIET_ROLES.has(m.role) && !isRole(m, 'and', 'with', 'rel')),
+      );
       let condition: Condition;
       if (rest.length === 0 && specs.length === 0 && numbers.length === 0) {
         condition = this.period ? { type: 'did', events: [], filters: [], period: this.period } : { type: 'all' };
@@ -526,35 +646,73 @@ class Question {
 
   // ---- assembling ---------------------------------------------------------------------------
 
-  private finish(measure: Measure, events: EventSet, specs: FilterSpec[], numbers: NumberSpec[], relevant?: string[], segment?: Condition): Query {
+  private finish(
+    measure: Measure,
+    events: EventSet,
+    specs: FilterSpec[],
+    numbers: NumberSpec[],
+    relevant?: string[],
+    segment?: Condition,
+  ): Query {
     const lexicon = this.lexicon;
     const evs = events.events;
     const scopeEvents = relevant ?? evs;
     // money thresholds and numeric comparisons become filters on the events
     for (const n of numbers) {
-      if (n.unit === 'times') throw new NotUnderstood('A number of times applies to users: ask "how many users did ... more than N times".');
+      if (n.unit === 'times')
+        throw new NotUnderstood('A number of times applies to users: ask "how many users did ... more than N times".');
       if (n.unit === 'percent') throw new NotUnderstood('A percentage cannot filter events.');
       let key = n.key;
       if (!key) {
         if (n.unit === 'money') key = lexicon.moneyKey ?? undefined;
         else {
-          const numeric = [...new Set(relevantEvents(lexicon, scopeEvents).flatMap((e) => lexicon.events.find((x) => x.name === e)!.properties.filter((p) => p.numeric).map((p) => p.key)))];
+          const numeric = [
+            ...new Set(
+              relevantEvents(lexicon, scopeEvents).flatMap((e) =>
+                lexicon.events
+                  .find((x) => x.name === e)!
+                  .properties.filter((p) => p.numeric)
+                  .map((p) => p.key),
+              ),
+            ),
+          ];
           if (numeric.length === 1 && scopeEvents.length > 0) key = numeric[0];
         }
       }
-      if (!key) throw new NotUnderstood('A number is not tied to anything: say what it compares ("over $100", "revenue above 50").');
+      if (!key)
+        throw new NotUnderstood(
+          'A number is not tied to anything: say what it compares ("over $100", "revenue above 50").',
+        );
       const b = n.bounds;
-      const op = b.gte !== undefined && b.lte !== undefined ? (b.gte === b.lte ? 'eq' : 'between') : b.gt !== undefined ? 'gt' : b.gte !== undefined ? 'gte' : b.lt !== undefined ? 'lt' : 'lte';
+      const op =
+        b.gte !== undefined && b.lte !== undefined
+          ? b.gte === b.lte
+            ? 'eq'
+            : 'between'
+          : b.gt !== undefined
+            ? 'gt'
+            : b.gte !== undefined
+              ? 'gte'
+              : b.lt !== undefined
+                ? 'lt'
+                : 'lte';
       const values = op === 'between' ? [b.gte!, b.lte!] : [b.gt ?? b.gte ?? b.lt ?? b.lte ?? 0];
       specs.push({ key, op, values, at: n.at });
     }
-    const money = specs.filter((s) => s.key === lexicon.moneyKey && lexicon.moneyKey && ['gt', 'gte', 'lt', 'lte', 'between', 'eq'].includes(s.op));
-    const placed = place(lexicon, specs.filter((s) => !money.includes(s)), scopeEvents);
+    const money = specs.filter(
+      (s) =>
+        s.key === lexicon.moneyKey && lexicon.moneyKey && ['gt', 'gte', 'lt', 'lte', 'between', 'eq'].includes(s.op),
+    );
+    const placed = place(
+      lexicon,
+      specs.filter((s) => !money.includes(s)),
+      scopeEvents,
+    );
     if (money.length > 0) {
       const carriers = relevantEvents(lexicon, scopeEvents).filter((e) => lexicon.eventProperty(e, lexicon.moneyKey!));
       if (carriers.length === 0) throw new NotUnderstood(`"${evs.join('", "')}" events carry no ${lexicon.moneyKey}.`);
     }
-    const eventFilters = [...placed.event, ...money.map(({ key, op, values }) => ({ key: '$revenue', op, values }))];
+    const eventFilters = [...placed.event, ...money.map(({ op, values }) => ({ key: '$revenue', op, values }))];
     const userConditions: Condition[] = placed.user.map((filter) => ({ type: 'user', filter }));
     const seg = [...(segment ? [segment] : []), ...userConditions];
     // dimension scope: event property when the measured events carry it, else user property
@@ -562,8 +720,19 @@ class Question {
     if (groupBy?.kind === 'event_property') {
       const key = groupBy.key;
       const onUsersOnly = measure.kind === 'users' && evs.length === 0 && !this.period;
-      const scope = onUsersOnly && lexicon.userProperties.has(key) ? 'user' : scopeOf(lexicon, key, relevantEvents(lexicon, measure.kind === 'aggregate' && key !== '$revenue' ? scopeEvents : scopeEvents));
-      if (!scope) throw new NotUnderstood(`Neither ${evs.length ? `"${evs.join('", "')}" events` : 'events'} nor users have a property "${key}".`, [key]);
+      const scope =
+        onUsersOnly && lexicon.userProperties.has(key)
+          ? 'user'
+          : scopeOf(
+              lexicon,
+              key,
+              relevantEvents(lexicon, measure.kind === 'aggregate' && key !== '$revenue' ? scopeEvents : scopeEvents),
+            );
+      if (!scope)
+        throw new NotUnderstood(
+          `Neither ${evs.length ? `"${evs.join('", "')}" events` : 'events'} nor users have a property "${key}".`,
+          [key],
+        );
       groupBy = scope === 'user' ? { kind: 'user_property', key } : groupBy;
     }
     // ordering: "which category has the most revenue", "best-selling category"
@@ -572,7 +741,8 @@ class Question {
       events = { ...events, events: this.moneyEvents() };
     }
     if (order?.events && measure.kind === 'events' && evs.length === 0) events = { ...events, events: order.events };
-    if (order && !groupBy) throw new NotUnderstood('Most or top what? Say what to rank, e.g. "which country has the most purchases".');
+    if (order && !groupBy)
+      throw new NotUnderstood('Most or top what? Say what to rank, e.g. "which country has the most purchases".');
     if (this.bucket === 'auto') this.bucket = 'day';
     const bucket = this.bucket as Bucket | undefined;
     if (order && groupBy?.kind === 'time' && bucket) order = { ...order };
@@ -587,7 +757,8 @@ class Question {
       ...(order ? { order: order.order, ...(order.limit ? { limit: order.limit } : {}) } : {}),
       ...(this.compare ? { compare: this.compare } : {}),
     };
-    if (query.compare && (query.groupBy || query.bucket)) throw new NotUnderstood('A comparison of periods gives one figure per period: drop the breakdown.');
+    if (query.compare && (query.groupBy || query.bucket))
+      throw new NotUnderstood('A comparison of periods gives one figure per period: drop the breakdown.');
     return query;
   }
 }

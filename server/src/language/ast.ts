@@ -13,10 +13,7 @@ export type Bucket = 'hour' | 'day' | 'week' | 'month';
  * moved by `offset` units and then by `months` months (rolling windows of months); midnight
  * starting a local `date`; or now minus `hours` hours.
  */
-export type Anchor =
-  | { unit: CalendarUnit; offset: number; months?: number }
-  | { date: string }
-  | { hours: number };
+export type Anchor = { unit: CalendarUnit; offset: number; months?: number } | { date: string } | { hours: number };
 
 /** The half-open interval [from, to); a missing end is open. */
 export interface Period {

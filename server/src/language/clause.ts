@@ -23,7 +23,9 @@ export const roleOf = (m: Tagged | undefined): string => (m?.kind === 'role' ? m
 export const targetsOf = (m: Tagged | undefined, kind?: Target['kind']): Target[] =>
   m?.kind === 'target' ? m.targets.filter((t) => kind === undefined || t.kind === kind) : [];
 export const isFiller = (m: Tagged | undefined): boolean =>
-  !!m && ((m.kind === 'word' && FILLERS.has(m.word)) || (m.kind === 'symbol' && [',', '.', '?', '!', ';', ':'].includes(m.text)));
+  !!m &&
+  ((m.kind === 'word' && FILLERS.has(m.word)) ||
+    (m.kind === 'symbol' && [',', '.', '?', '!', ';', ':'].includes(m.text)));
 
 /** Events named by a mention (events, or the events of "buyers"). */
 export function eventsOf(m: Tagged | undefined): string[] | null {
@@ -33,7 +35,16 @@ export function eventsOf(m: Tagged | undefined): string[] | null {
 }
 
 const CMP: Record<string, Op> = { 'cmp:gt': 'gt', 'cmp:gte': 'gte', 'cmp:lt': 'lt', 'cmp:lte': 'lte', 'cmp:eq': 'eq' };
-const SYMBOL_OPS: Record<string, Op> = { '>': 'gt', '>=': 'gte', '<': 'lt', '<=': 'lte', '=': 'eq', '==': 'eq', '!=': 'neq', '<>': 'neq' };
+const SYMBOL_OPS: Record<string, Op> = {
+  '>': 'gt',
+  '>=': 'gte',
+  '<': 'lt',
+  '<=': 'lte',
+  '=': 'eq',
+  '==': 'eq',
+  '!=': 'neq',
+  '<>': 'neq',
+};
 
 export function boundsOf(op: Op, n: number): Bounds {
   if (op === 'gt') return { gt: n };
@@ -82,13 +93,23 @@ export function takeNumbers(ms: Tagged[]): NumberSpec[] {
     let money = false;
     let percent = false;
     // between N and M / N to M
-    if (isRole(m, 'between') && num(ms[i + 1]) && (isRole(ms[i + 2], 'and', 'to') || (ms[i + 2]?.kind === 'symbol' && ms[i + 2]!.raw === '-')) && num(ms[i + 3])) {
+    if (
+      isRole(m, 'between') &&
+      num(ms[i + 1]) &&
+      (isRole(ms[i + 2], 'and', 'to') || (ms[i + 2]?.kind === 'symbol' && ms[i + 2]!.raw === '-')) &&
+      num(ms[i + 3])
+    ) {
       const a = num(ms[i + 1])!;
       const b = num(ms[i + 3])!;
       bounds = { gte: Math.min(a.value, b.value), lte: Math.max(a.value, b.value) };
       money = a.money || b.money;
       last = i + 3;
-    } else if (num(m) && isRole(ms[i + 1], 'to') && num(ms[i + 2]) && (isRole(ms[i + 3], 'times') || eventsOf(ms[i + 3]) || num(m)!.money)) {
+    } else if (
+      num(m) &&
+      isRole(ms[i + 1], 'to') &&
+      num(ms[i + 2]) &&
+      (isRole(ms[i + 3], 'times') || eventsOf(ms[i + 3]) || num(m)!.money)
+    ) {
       const b = num(ms[i + 2])!;
       bounds = { gte: Math.min(num(m)!.value, b.value), lte: Math.max(num(m)!.value, b.value) };
       money = num(m)!.money || b.money;
@@ -116,7 +137,11 @@ export function takeNumbers(ms: Tagged[]): NumberSpec[] {
     } else if (num(m) && ms[i + 1]?.kind === 'symbol' && ms[i + 1]!.raw === '+') {
       bounds = { gte: num(m)!.value };
       last = i + 1;
-    } else if (num(m) && !num(m)!.ordinal && (isRole(ms[i + 1], 'times') || eventsOf(ms[i + 1]) || isRole(ms[i + 1], 'event_word'))) {
+    } else if (
+      num(m) &&
+      !num(m)!.ordinal &&
+      (isRole(ms[i + 1], 'times') || eventsOf(ms[i + 1]) || isRole(ms[i + 1], 'event_word'))
+    ) {
       bounds = { gte: num(m)!.value, lte: num(m)!.value };
     } else if (m.kind === 'role' && TIMES_WORDS[m.role] !== undefined) {
       const n = TIMES_WORDS[m.role]!;
@@ -183,7 +208,7 @@ export interface FilterSpec extends Filter {
 const VALUE_SEPARATORS = ['or', 'and'];
 
 /** Finds property filters ("plan is premium", "premium plan", "non-US", "ios or android"). */
-export function takeFilters(ms: Tagged[], lexicon: Lexicon): FilterSpec[] {
+export function takeFilters(ms: Tagged[]): FilterSpec[] {
   const out: FilterSpec[] = [];
   const next = (i: number) => {
     let k = i + 1;
@@ -197,7 +222,8 @@ export function takeFilters(ms: Tagged[], lexicon: Lexicon): FilterSpec[] {
     const keyTargets = targetsOf(m, 'key');
     const fieldTargets = targetsOf(m, 'field');
     if (keyTargets.length !== 1 && fieldTargets.length !== 1) continue;
-    const key = keyTargets.length === 1 ? (keyTargets[0] as { key: string }).key : (fieldTargets[0] as { field: string }).field;
+    const key =
+      keyTargets.length === 1 ? (keyTargets[0] as { key: string }).key : (fieldTargets[0] as { field: string }).field;
     const field = keyTargets.length !== 1;
     let k = next(i);
     let op: Op | null = null;
@@ -248,12 +274,23 @@ export function takeFilters(ms: Tagged[], lexicon: Lexicon): FilterSpec[] {
     for (;;) {
       const v = ms[end];
       if (!v || v.used) break;
-      const value = valueOf(v, key);
+      const value = valueFor(v, key);
       if (value === null) break;
       values.push(value);
       end++;
-      if ((isRole(ms[end], ...VALUE_SEPARATORS) || (ms[end]?.kind === 'symbol' && ms[end]!.raw === ',')) && ms[end + 1] && valueOf(ms[end + 1]!, key) !== null && (op === 'in' || op === 'not_in' || op === 'eq' || op === 'neq')) {
-        if (op === 'eq' && isRole(ms[end], 'and') && !targetsOf(ms[end + 1], 'value').length && ms[end + 1]!.kind !== 'quoted') break;
+      if (
+        (isRole(ms[end], ...VALUE_SEPARATORS) || (ms[end]?.kind === 'symbol' && ms[end]!.raw === ',')) &&
+        ms[end + 1] &&
+        valueFor(ms[end + 1]!, key) !== null &&
+        (op === 'in' || op === 'not_in' || op === 'eq' || op === 'neq')
+      ) {
+        if (
+          op === 'eq' &&
+          isRole(ms[end], 'and') &&
+          !targetsOf(ms[end + 1], 'value').length &&
+          ms[end + 1]!.kind !== 'quoted'
+        )
+          break;
         end++;
         continue;
       }
@@ -261,7 +298,8 @@ export function takeFilters(ms: Tagged[], lexicon: Lexicon): FilterSpec[] {
     }
     if (values.length === 0) continue;
     if (values.length > 1) op = op === 'neq' || op === 'not_in' ? 'not_in' : op === 'eq' || op === 'in' ? 'in' : op;
-    if (values.length > 1 && op !== 'in' && op !== 'not_in') throw new NotUnderstood(`"${m.raw}" takes one value there.`);
+    if (values.length > 1 && op !== 'in' && op !== 'not_in')
+      throw new NotUnderstood(`"${m.raw}" takes one value there.`);
     out.push({ key, op, values, field, at: i });
     markUsed(ms, i, end - 1);
   }
@@ -271,7 +309,9 @@ export function takeFilters(ms: Tagged[], lexicon: Lexicon): FilterSpec[] {
     const k = ms[i + 1]!;
     if (v.used || k.used) continue;
     const keys = targetsOf(k, 'key').map((t) => (t as { key: string }).key);
-    const hit = targetsOf(v, 'value').find((t) => t.kind === 'value' && keys.includes(t.key)) as { key: string; values: string[] } | undefined;
+    const hit = targetsOf(v, 'value').find((t) => t.kind === 'value' && keys.includes(t.key)) as
+      | { key: string; values: string[] }
+      | undefined;
     if (!hit) continue;
     const negated = negatedBefore(ms, i);
     out.push({ key: hit.key, op: negated ? 'not_in' : 'in', values: hit.values, at: i });
@@ -284,14 +324,23 @@ export function takeFilters(ms: Tagged[], lexicon: Lexicon): FilterSpec[] {
     if (v.used || targetsOf(v, 'value').length === 0) continue;
     const run = [v];
     let j = i + 1;
-    while (j + 1 < ms.length && (isRole(ms[j], 'or', 'and') || (ms[j]?.kind === 'symbol' && ms[j]!.raw === ',')) && !ms[j + 1]!.used && sharedKeys([...run, ms[j + 1]!]).length > 0) {
+    while (
+      j + 1 < ms.length &&
+      (isRole(ms[j], 'or', 'and') || (ms[j]?.kind === 'symbol' && ms[j]!.raw === ',')) &&
+      !ms[j + 1]!.used &&
+      sharedKeys([...run, ms[j + 1]!]).length > 0
+    ) {
       run.push(ms[j + 1]!);
       j += 2;
     }
     const keys = sharedKeys(run);
     const negated = negatedBefore(ms, i);
     const values = (key: string) =>
-      run.flatMap((x) => targetsOf(x, 'value').filter((t) => t.kind === 'value' && t.key === key).flatMap((t) => (t as { values: string[] }).values));
+      run.flatMap((x) =>
+        targetsOf(x, 'value')
+          .filter((t) => t.kind === 'value' && t.key === key)
+          .flatMap((t) => (t as { values: string[] }).values),
+      );
     const key = keys[0]!;
     const spec: FilterSpec = { key, op: negated ? 'not_in' : 'in', values: [...new Set(values(key))], at: i };
     if (keys.length > 1) spec.candidates = keys;
@@ -311,12 +360,19 @@ function sharedKeys(run: Tagged[]): string[] {
 /** A negation word right before a value ("non-US", "not from France", "excluding the US"). */
 function negatedBefore(ms: Tagged[], i: number): Tagged | null {
   let k = i - 1;
-  while (k >= 0 && !ms[k]!.used && isFiller(ms[k]) && ms[k]!.kind === 'word' && ['from', 'in', 'the', 'on', 'of', 'a', 'an'].includes(ms[k]!.raw.toLowerCase())) k--;
+  while (
+    k >= 0 &&
+    !ms[k]!.used &&
+    isFiller(ms[k]) &&
+    ms[k]!.kind === 'word' &&
+    ['from', 'in', 'the', 'on', 'of', 'a', 'an'].includes(ms[k]!.raw.toLowerCase())
+  )
+    k--;
   const m = ms[k];
   return m && !m.used && isRole(m, 'not') ? m : null;
 }
 
-function valueOf(m: Tagged, key: string): Scalar | null {
+function valueFor(m: Tagged, key: string): Scalar | null {
   if (m.kind === 'quoted') return m.text;
   if (m.kind === 'number' && !m.money && !m.percent) return m.value;
   if (m.kind === 'target') {
@@ -324,7 +380,11 @@ function valueOf(m: Tagged, key: string): Scalar | null {
     if (own) return own.values[0]!;
     return m.quoted || m.targets.some((t) => t.kind === 'value') ? m.raw : null;
   }
-  if (m.kind === 'word' && !FILLERS.has(m.word) && !['and', 'or', 'who', 'whose', 'which', 'where', 'but'].includes(m.word)) {
+  if (
+    m.kind === 'word' &&
+    !FILLERS.has(m.word) &&
+    !['and', 'or', 'who', 'whose', 'which', 'where', 'but'].includes(m.word)
+  ) {
     return m.raw;
   }
   if (m.kind === 'symbol' && m.raw.startsWith('@')) return m.raw;
@@ -347,9 +407,10 @@ export function timesBounds(b: Bounds): Bounds {
 
 export const periodOf = (ms: Tagged[]): { period?: Period; raw?: string } => {
   const ps = ms.filter((m) => m.kind === 'period' && !m.used);
-  if (ps.length > 1) throw new NotUnderstood(`Two periods in one condition: "${ps.map((p) => p.raw).join('" and "')}".`);
+  if (ps.length > 1)
+    throw new NotUnderstood(`Two periods in one condition: "${ps.map((p) => p.raw).join('" and "')}".`);
   const p = ps[0];
-  if (!p || p.kind !== 'period') return {};
+  if (p?.kind !== 'period') return {};
   p.used = true;
   return { period: p.period, raw: p.raw };
 };

@@ -29,12 +29,17 @@ const BOUNDARY_ROLES = new Set(['rel', 'which', 'whose', 'where', 'with', 'and',
 
 /** Reads criteria into a condition; throws NotUnderstood. */
 export function parseCriteria(reading: Reading, lexicon: Lexicon): Condition {
-  const ms = reading.mentions.filter((m) => !(m.kind === 'symbol' && (m.text === '.' || m.text === '?' || m.text === '!')));
+  const ms = reading.mentions.filter(
+    (m) => !(m.kind === 'symbol' && (m.text === '.' || m.text === '?' || m.text === '!')),
+  );
   refuseErrors(ms);
   if (ms.length === 0) throw new NotUnderstood('The criteria are empty.');
   const parser = new Structure(ms, lexicon);
   const c = parser.expression();
-  if (parser.pos < ms.length) throw new NotUnderstood(`I understood the criteria up to "${ms[parser.pos]!.raw}" but not from there.`, [ms[parser.pos]!.raw]);
+  if (parser.pos < ms.length)
+    throw new NotUnderstood(`I understood the criteria up to "${ms[parser.pos]!.raw}" but not from there.`, [
+      ms[parser.pos]!.raw,
+    ]);
   return c;
 }
 
@@ -44,8 +49,10 @@ export function refuseErrors(ms: Tagged[]) {
     if (m.kind === 'role' && (m.role === 'unsupported' || m.role === 'will')) {
       throw new NotUnderstood(`"${m.raw}" is not something Tally can answer from past events.`, [m.raw]);
     }
-    if (m.kind === 'role' && m.role === 'vague_time') throw new NotUnderstood(`"${m.raw}" is vague: give a period, e.g. "in the last 7 days".`, [m.raw]);
-    if (m.kind === 'role' && m.role === 'spender') throw new NotUnderstood(`"${m.raw}": say how much, e.g. "users who spent more than $100".`, [m.raw]);
+    if (m.kind === 'role' && m.role === 'vague_time')
+      throw new NotUnderstood(`"${m.raw}" is vague: give a period, e.g. "in the last 7 days".`, [m.raw]);
+    if (m.kind === 'role' && m.role === 'spender')
+      throw new NotUnderstood(`"${m.raw}": say how much, e.g. "users who spent more than $100".`, [m.raw]);
   }
 }
 
@@ -133,7 +140,11 @@ class Structure {
       if (i > start && m.kind === 'symbol' && m.text === ',' && this.boundary(i)) break;
       if (i > start && m.kind === 'role' && BOUNDARY_ROLES.has(m.role) && this.boundary(i)) {
         // "between 2 and 4 times": the "and" belongs to the numbers
-        if (m.role === 'and' && this.ms.slice(start, i).some((x) => isRole(x, 'between')) && this.ms[i + 1]?.kind === 'number') {
+        if (
+          m.role === 'and' &&
+          this.ms.slice(start, i).some((x) => isRole(x, 'between')) &&
+          this.ms[i + 1]?.kind === 'number'
+        ) {
           i++;
           continue;
         }
@@ -146,7 +157,10 @@ class Structure {
     this.pos = i;
     if (run.length === 0) {
       const m = this.peek();
-      throw new NotUnderstood(m ? `Nothing to test before "${m.raw}".` : 'The criteria end too early.', m ? [m.raw] : []);
+      throw new NotUnderstood(
+        m ? `Nothing to test before "${m.raw}".` : 'The criteria end too early.',
+        m ? [m.raw] : [],
+      );
     }
     // A clause of only subject words ("users", "who") joins the next one.
     if (run.every((m) => isSubject(m)) && this.pos < this.ms.length && !this.isSymbol(')')) {
@@ -173,7 +187,7 @@ function findDid(c: Condition): string[] | undefined {
 export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
   const { lexicon } = cx;
   const numbers = takeNumbers(run);
-  const specs = takeFilters(run, lexicon);
+  const specs = takeFilters(run);
   const { period, raw: periodRaw } = periodOf(run);
   let negated = false;
   let all = false;
@@ -183,7 +197,6 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
   let money = false;
   let inTotal = false;
   let field: 'email' | 'phone' | null = null;
-  let without = false;
   const events: string[] = [];
   let anyEvent = false;
   const unknown: string[] = [];
@@ -192,7 +205,6 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
     const r = roleOf(m);
     if (r === 'not' || r === 'never' || r === 'zero' || r === 'is_not') negated = !negated;
     else if (r === 'without') {
-      without = true;
       negated = !negated;
     } else if (r === 'all') all = true;
     else if (r === 'first_seen' || r === 'new_users' || r === 'new') firstSeen = true;
@@ -203,10 +215,14 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
     else if (r === 'sales') events.push(...(lexicon.moneyKey ? lexicon.eventsWithKey(lexicon.moneyKey) : []));
     else if (r === 'event_word') anyEvent = true;
     else if (m.kind === 'target' && eventsOf(m)) events.push(...eventsOf(m)!);
-    else if (m.kind === 'target' && targetsOf(m, 'field').length > 0) field = (targetsOf(m, 'field')[0] as { field: 'email' | 'phone' }).field;
+    else if (m.kind === 'target' && targetsOf(m, 'field').length > 0)
+      field = (targetsOf(m, 'field')[0] as { field: 'email' | 'phone' }).field;
     else if (m.kind === 'target' && targetsOf(m, 'key').length > 0) {
       throw new NotUnderstood(`"${m.raw}" needs a value or a comparison, e.g. "${m.raw} is ...".`, [m.raw]);
-    } else if (isSubject(m) || isRole(m, 'have', 'is', 'unique', 'paying', 'each', 'by', 'to', 'with', 'where', 'whose')) {
+    } else if (
+      isSubject(m) ||
+      isRole(m, 'have', 'is', 'unique', 'paying', 'each', 'by', 'to', 'with', 'where', 'whose')
+    ) {
       // subject and auxiliary words
     } else if (m.kind === 'symbol' && m.text === ',') {
       // list punctuation
@@ -240,14 +256,31 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
   if (moneyNumbers.some((n) => n.moneyWord) && uniqueEvents.length === 0) money = true;
   const timesNumbers = numbers.filter((n) => n.unit === 'times');
   const otherNumbers = numbers.filter((n) => !moneyNumbers.includes(n) && !timesNumbers.includes(n));
-  if (numbers.some((n) => n.unit === 'percent')) throw new NotUnderstood('A percentage cannot be a condition on one user.');
+  if (numbers.some((n) => n.unit === 'percent'))
+    throw new NotUnderstood('A percentage cannot be a condition on one user.');
   if (uniqueEvents.length > 0 || anyEvent || active || (money && moneyNumbers.length > 0) || timesNumbers.length > 0) {
-    return didCondition({ events: uniqueEvents, specs, period, negated, money, inTotal, moneyNumbers, timesNumbers, otherNumbers, lexicon });
+    return didCondition({
+      events: uniqueEvents,
+      specs,
+      period,
+      negated,
+      money,
+      inTotal,
+      moneyNumbers,
+      timesNumbers,
+      otherNumbers,
+      lexicon,
+    });
   }
   if (numbers.length > 0) {
     for (const n of otherNumbers) if (n.key) specs.push(numericSpec(n));
-    if (specs.length !== numbers.length + specs.length - otherNumbers.filter((n) => n.key).length && otherNumbers.some((n) => !n.key)) {
-      throw new NotUnderstood('A number is not tied to anything: say what it counts ("more than 3 purchases", "over $100").');
+    if (
+      specs.length !== numbers.length + specs.length - otherNumbers.filter((n) => n.key).length &&
+      otherNumbers.some((n) => !n.key)
+    ) {
+      throw new NotUnderstood(
+        'A number is not tied to anything: say what it counts ("more than 3 purchases", "over $100").',
+      );
     }
   }
   if (specs.length === 0) {
@@ -259,7 +292,7 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
   const placed = place(lexicon, specs, []);
   const parts: Condition[] = placed.user.map((filter) => ({ type: 'user', filter }) as Condition);
   for (const filter of placed.event) {
-    if (cx.previousEvents && cx.previousEvents.every((e) => lexicon.eventProperty(e, filter.key))) {
+    if (cx.previousEvents?.every((e) => lexicon.eventProperty(e, filter.key))) {
       // ellipsis: "bought books but not electronics"
       const flipped = filter.op === 'not_in' || filter.op === 'neq';
       const f: Filter = flipped ? { ...filter, op: filter.op === 'neq' ? 'eq' : 'in' } : filter;
@@ -282,7 +315,14 @@ function numericSpec(n: NumberSpec) {
       ? { key: n.key!, op: 'eq' as const, values: [b.gte], at: n.at, ...field }
       : { key: n.key!, op: 'between' as const, values: [b.gte, b.lte], at: n.at, ...field };
   }
-  const [op, v] = b.gt !== undefined ? ['gt', b.gt] : b.gte !== undefined ? ['gte', b.gte] : b.lt !== undefined ? ['lt', b.lt] : ['lte', b.lte];
+  const [op, v] =
+    b.gt !== undefined
+      ? ['gt', b.gt]
+      : b.gte !== undefined
+        ? ['gte', b.gte]
+        : b.lt !== undefined
+          ? ['lt', b.lt]
+          : ['lte', b.lte];
   return { key: n.key!, op: op as 'gt', values: [v as number], at: n.at, ...field };
 }
 
@@ -291,7 +331,9 @@ function userFilters(specs: ReturnType<typeof takeFilters>, lexicon: Lexicon): C
   if (placed.event.length > 0) {
     return [
       ...placed.user.map((filter) => ({ type: 'user', filter }) as Condition),
-      ...placed.event.map((filter) => ({ type: 'did', events: lexicon.eventsWithKey(filter.key), filters: [filter] }) as Condition),
+      ...placed.event.map(
+        (filter) => ({ type: 'did', events: lexicon.eventsWithKey(filter.key), filters: [filter] }) as Condition,
+      ),
     ];
   }
   return placed.user.map((filter) => ({ type: 'user', filter }));
@@ -318,7 +360,10 @@ function didCondition(d: DidInput): Condition {
     else {
       // "purchases over 100": the one numeric property of those events
       const numeric = d.events.length > 0 ? numericKeys(lexicon, d.events) : [];
-      if (numeric.length !== 1) throw new NotUnderstood('A number is not tied to anything: say what it counts ("more than 3 times", "over $100").');
+      if (numeric.length !== 1)
+        throw new NotUnderstood(
+          'A number is not tied to anything: say what it counts ("more than 3 times", "over $100").',
+        );
       specs.push(numericSpec({ ...n, key: numeric[0]! }));
     }
   }
@@ -331,9 +376,14 @@ function didCondition(d: DidInput): Condition {
     if (d.money || d.inTotal) total = { ...n.bounds, key: key === lexicon.moneyKey ? '$revenue' : key };
     else specs.push(numericSpec({ ...n, key: key === lexicon.moneyKey ? '$revenue' : key }));
   }
-  const events = d.events.length === 0 && total ? (lexicon.moneyKey ? lexicon.eventsWithKey(lexicon.moneyKey) : []) : d.events;
+  const events =
+    d.events.length === 0 && total ? (lexicon.moneyKey ? lexicon.eventsWithKey(lexicon.moneyKey) : []) : d.events;
   const moneySpecs = specs.filter((s) => s.key === '$revenue');
-  const placed = place(lexicon, specs.filter((s) => s.key !== '$revenue'), events);
+  const placed = place(
+    lexicon,
+    specs.filter((s) => s.key !== '$revenue'),
+    events,
+  );
   if (d.timesNumbers.length > 1) throw new NotUnderstood('Two numbers of times in one condition.');
   const times = d.timesNumbers[0]?.bounds;
   const did: Condition = {
@@ -354,7 +404,8 @@ function didCondition(d: DidInput): Condition {
 
 export function numericKeys(lexicon: Lexicon, events: string[]): string[] {
   const keys = new Set<string>();
-  for (const e of events) for (const p of lexicon.events.find((x) => x.name === e)?.properties ?? []) if (p.numeric) keys.add(p.key);
+  for (const e of events)
+    for (const p of lexicon.events.find((x) => x.name === e)?.properties ?? []) if (p.numeric) keys.add(p.key);
   return [...keys];
 }
 

@@ -38,7 +38,8 @@ export function describeFilter(f: Filter): string {
 }
 
 function bounds(b: Bounds, unit: string): string {
-  if (b.gte !== undefined && b.lte !== undefined) return b.gte === b.lte ? `exactly ${b.gte} ${unit}` : `between ${b.gte} and ${b.lte} ${unit}`;
+  if (b.gte !== undefined && b.lte !== undefined)
+    return b.gte === b.lte ? `exactly ${b.gte} ${unit}` : `between ${b.gte} and ${b.lte} ${unit}`;
   const parts: string[] = [];
   if (b.gt !== undefined) parts.push(`more than ${b.gt}`);
   if (b.gte !== undefined) parts.push(`at least ${b.gte}`);
@@ -48,7 +49,12 @@ function bounds(b: Bounds, unit: string): string {
 }
 
 function events(set: EventSet, plural = true): string {
-  const names = set.events.length === 0 ? (plural ? 'events' : 'any event') : `${set.events.map((e) => `"${e}"`).join(' or ')} ${plural ? 'events' : 'event'}`;
+  const names =
+    set.events.length === 0
+      ? plural
+        ? 'events'
+        : 'any event'
+      : `${set.events.map((e) => `"${e}"`).join(' or ')} ${plural ? 'events' : 'event'}`;
   return set.filters.length === 0 ? names : `${names} where ${set.filters.map(describeFilter).join(' and ')}`;
 }
 
@@ -94,7 +100,13 @@ function measure(m: Measure, q: Query, dc: DescribeContext): string {
     case 'new_users':
       return 'the number of new users (first seen)';
     case 'aggregate': {
-      const fn = { sum: 'the total', avg: 'the average', min: 'the smallest', max: 'the largest', median: 'the median' }[m.fn];
+      const fn = {
+        sum: 'the total',
+        avg: 'the average',
+        min: 'the smallest',
+        max: 'the largest',
+        median: 'the median',
+      }[m.fn];
       return `${fn} ${keyName(m.key)} of ${events(q.events)}`;
     }
     case 'metric': {
@@ -119,9 +131,13 @@ function measure(m: Measure, q: Query, dc: DescribeContext): string {
 }
 
 function part(p: Part, dc: DescribeContext): string {
-  if (p.segment) return p.segment.type === 'all' ? 'the number of users' : `the number of users who ${describeCondition(p.segment, dc)}`;
+  if (p.segment)
+    return p.segment.type === 'all'
+      ? 'the number of users'
+      : `the number of users who ${describeCondition(p.segment, dc)}`;
   if (p.measure === 'events') return `the number of ${events(p)}`;
-  if (p.measure === 'users') return p.events.length ? `the number of distinct users with ${events(p)}` : 'the number of active users';
+  if (p.measure === 'users')
+    return p.events.length ? `the number of distinct users with ${events(p)}` : 'the number of active users';
   return `the total ${keyName(p.key ?? '$revenue')} of ${events(p)}`;
 }
 
@@ -142,6 +158,21 @@ function dimension(d: Dimension): string {
 
 /** One sentence: what the query computes and over which period. */
 export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Period): string {
+  // users counted from the app's user list: the condition carries its own periods
+  const listed =
+    q.measure.kind === 'users' &&
+    !q.period &&
+    !q.bucket &&
+    q.events.events.length === 0 &&
+    q.events.filters.length === 0;
+  if (listed && !q.compare && (!q.groupBy || q.groupBy.kind === 'user_property')) {
+    let s =
+      q.segment && q.segment.type !== 'all'
+        ? `The number of users who ${describeCondition(q.segment, dc)}`
+        : 'The number of users';
+    if (q.groupBy) s += `, by ${dimension(q.groupBy)}${q.percent ? ' as a percentage of the total' : ''}`;
+    return `${s}.`;
+  }
   let s = measure(q.measure, q, dc);
   s = s.charAt(0).toUpperCase() + s.slice(1);
   if (q.segment) s += `, for users where ${describeCondition(q.segment, dc)}`;

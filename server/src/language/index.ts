@@ -2,11 +2,12 @@
 // the app's own vocabulary (lexicon.ts) into the typed AST (ast.ts), or refuses, naming the words
 // it could not place and suggesting the app's closest events and properties and a rephrasing that
 // works. No SQL here: storage/language-sql.ts compiles the AST.
+
+import { parseQuestion } from './analytics.js';
 import type { Condition, Query } from './ast.js';
 import { NotUnderstood } from './clause.js';
 import { parseCriteria } from './criteria.js';
-import { parseQuestion } from './analytics.js';
-import { Lexicon, nameWords } from './lexicon.js';
+import { type Lexicon, nameWords } from './lexicon.js';
 import { read } from './mentions.js';
 
 export type { Condition, Query, Segment } from './ast.js';
@@ -81,7 +82,8 @@ export function suggest(
       if (candidate !== text && !rephrasings.includes(candidate) && parses(candidate)) rephrasings.push(candidate);
     }
   }
-  for (const ex of examples(lexicon, kind)) if (rephrasings.length < 3 && !rephrasings.includes(ex) && parses(ex)) rephrasings.push(ex);
+  for (const ex of examples(lexicon, kind))
+    if (rephrasings.length < 3 && !rephrasings.includes(ex) && parses(ex)) rephrasings.push(ex);
   return { events: events.slice(0, 5), properties: properties.slice(0, 5), rephrasings: rephrasings.slice(0, 3) };
 }
 
@@ -91,7 +93,9 @@ export function examples(lexicon: Lexicon, kind: 'question' | 'criteria'): strin
   const second = lexicon.events[1]?.name ?? top;
   const words = (n: string | undefined) => (n ? nameWords(n).join(' ') : 'events');
   const withValues = [...lexicon.allProperties()].find((p) => p.text && p.values.length > 1 && p.values.length <= 20);
-  const userProp = [...lexicon.userProperties.values()].find((p) => p.text && p.values.length > 1 && p.values.length <= 20);
+  const userProp = [...lexicon.userProperties.values()].find(
+    (p) => p.text && p.values.length > 1 && p.values.length <= 20,
+  );
   if (kind === 'criteria') {
     return [
       `users who did ${words(top)} at least 3 times in the last 30 days`,

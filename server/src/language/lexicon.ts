@@ -80,7 +80,8 @@ export function forms(word: string): string[] {
     out.add(lemmatizer.noun(word));
     out.add(lemmatizer.verb(word));
     out.add(lemmatizer.adjective(word));
-    if (word.endsWith('s') && !word.endsWith('ss') && word.length > 3) out.add(word.replace(/(?<=[^aeiou])ies$/, 'y').replace(/s$/, ''));
+    if (word.endsWith('s') && !word.endsWith('ss') && word.length > 3)
+      out.add(word.replace(/(?<=[^aeiou])ies$/, 'y').replace(/s$/, ''));
   }
   const list = [...out];
   if (formsCache.size < 50_000) formsCache.set(word, list);
@@ -168,7 +169,8 @@ export class Lexicon {
     const out: Target[] = [];
     for (const p of this.allProperties()) {
       const v = p.values.find((x) => x.value.toLowerCase() === lower);
-      if (v && !out.some((t) => t.kind === 'value' && t.key === p.key)) out.push({ kind: 'value', key: p.key, values: [v.value] });
+      if (v && !out.some((t) => t.kind === 'value' && t.key === p.key))
+        out.push({ kind: 'value', key: p.key, values: [v.value] });
     }
     return out;
   }
@@ -188,7 +190,8 @@ export class Lexicon {
         best = candidate;
         bestDistance = d;
         tie = false;
-      } else if (d === bestDistance && candidate !== best && (best === null || base(candidate) !== base(best))) tie = true;
+      } else if (d === bestDistance && candidate !== best && (best === null || base(candidate) !== base(best)))
+        tie = true;
     }
     return best && !tie && bestDistance <= limit ? best : null;
   }
@@ -242,7 +245,11 @@ export class Lexicon {
       for (const w of words) {
         for (const p of PARTICLES) {
           if (w.endsWith(p) && w.length > p.length + 2 && ENGLISH[w.slice(0, -p.length)] !== undefined) {
-            this.add(words.flatMap((x) => (x === w ? [w.slice(0, -p.length), p] : [x])), target, 0);
+            this.add(
+              words.flatMap((x) => (x === w ? [w.slice(0, -p.length), p] : [x])),
+              target,
+              0,
+            );
           }
         }
       }
@@ -253,10 +260,16 @@ export class Lexicon {
         for (const s of group ?? []) {
           if (ownedBy(s).length > 0) continue;
           this.add([s], target, 3);
-          if (words.length > 1) this.add(words.map((x) => (x === w ? s : x)), target, 3);
+          if (words.length > 1)
+            this.add(
+              words.map((x) => (x === w ? s : x)),
+              target,
+              3,
+            );
         }
         for (const [agent, concept] of Object.entries(AGENTS)) {
-          if (group?.includes(concept) || forms(w).includes(concept)) this.add([agent], { kind: 'agent', events: [e.name] }, 2);
+          if (group?.includes(concept) || forms(w).includes(concept))
+            this.add([agent], { kind: 'agent', events: [e.name] }, 2);
         }
       }
     }
@@ -297,7 +310,9 @@ export class Lexicon {
         if (common && original === lower) continue;
         const exact = common ? original : undefined;
         this.add(words, target, 0, exact);
-        for (const name of COUNTRIES[original.toUpperCase()] && original.length === 2 ? COUNTRIES[original.toUpperCase()]! : []) {
+        for (const name of COUNTRIES[original.toUpperCase()] && original.length === 2
+          ? COUNTRIES[original.toUpperCase()]!
+          : []) {
           this.add(name.split(/[\s.]+/).filter(Boolean), target, 1);
         }
         for (const synonym of VALUE_SYNONYMS[lower] ?? []) this.add([synonym], target, 1);

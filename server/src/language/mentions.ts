@@ -33,15 +33,71 @@ export type Tagged = Mention & {
 /** The engine's own vocabulary: phrase -> role. Longer phrases win; `!` marks strong roles. */
 const BUILTIN: [string, string][] = [
   // metrics of GET /v1/analytics/metrics
-  ...['dau', 'daus', 'daily active users', 'daily active user', 'daily actives', 'daily active', 'daily users', 'daily uniques', 'daily unique users'].map((p) => [p, '!metric:dau'] as [string, string]),
-  ...['wau', 'weekly active users', 'weekly actives', 'weekly active', 'weekly users'].map((p) => [p, '!metric:wau'] as [string, string]),
-  ...['mau', 'maus', 'monthly active users', 'monthly actives', 'monthly active', 'monthly users', 'monthly uniques'].map((p) => [p, '!metric:mau'] as [string, string]),
+  ...[
+    'dau',
+    'daus',
+    'daily active users',
+    'daily active user',
+    'daily actives',
+    'daily active',
+    'daily users',
+    'daily uniques',
+    'daily unique users',
+  ].map((p) => [p, '!metric:dau'] as [string, string]),
+  ...['wau', 'weekly active users', 'weekly actives', 'weekly active', 'weekly users'].map(
+    (p) => [p, '!metric:wau'] as [string, string],
+  ),
+  ...[
+    'mau',
+    'maus',
+    'monthly active users',
+    'monthly actives',
+    'monthly active',
+    'monthly users',
+    'monthly uniques',
+  ].map((p) => [p, '!metric:mau'] as [string, string]),
   ...['retention', 'retention rate', 'retention rates'].map((p) => [p, '!metric:retention'] as [string, string]),
   ...['churn', 'churn rate', 'attrition'].map((p) => [p, '!metric:churn'] as [string, string]),
-  ...['conversion', 'conversion rate', 'conversions', 'conversion rates', 'convert', 'converted'].map((p) => [p, '!metric:conversion'] as [string, string]),
-  ...['arpu', 'average revenue per user', 'avg revenue per user', 'revenue per user', 'average revenue per active user', 'mean revenue per user'].map((p) => [p, '!metric:arpu'] as [string, string]),
-  ...['arppu', 'average revenue per paying user', 'revenue per paying user', 'average revenue per buyer', 'revenue per buyer', 'average revenue per paying customer', 'revenue per paying customer', 'average revenue per customer'].map((p) => [p, '!arppu'] as [string, string]),
-  ...['aov', 'average order value', 'avg order value', 'average order size', 'average basket', 'average basket size', 'average basket value', 'average purchase value', 'average purchase amount', 'average order amount', 'average order', 'average sale', 'average ticket', 'average transaction value', 'average cart value', 'mean order value', 'typical order value'].map((p) => [p, '!aov'] as [string, string]),
+  ...['conversion', 'conversion rate', 'conversions', 'conversion rates', 'convert', 'converted'].map(
+    (p) => [p, '!metric:conversion'] as [string, string],
+  ),
+  ...[
+    'arpu',
+    'average revenue per user',
+    'avg revenue per user',
+    'revenue per user',
+    'average revenue per active user',
+    'mean revenue per user',
+  ].map((p) => [p, '!metric:arpu'] as [string, string]),
+  ...[
+    'arppu',
+    'average revenue per paying user',
+    'revenue per paying user',
+    'average revenue per buyer',
+    'revenue per buyer',
+    'average revenue per paying customer',
+    'revenue per paying customer',
+    'average revenue per customer',
+  ].map((p) => [p, '!arppu'] as [string, string]),
+  ...[
+    'aov',
+    'average order value',
+    'avg order value',
+    'average order size',
+    'average basket',
+    'average basket size',
+    'average basket value',
+    'average purchase value',
+    'average purchase amount',
+    'average order amount',
+    'average order',
+    'average sale',
+    'average ticket',
+    'average transaction value',
+    'average cart value',
+    'mean order value',
+    'typical order value',
+  ].map((p) => [p, '!aov'] as [string, string]),
   ['stickiness', '!unsupported'],
   ['bounce rate', '!unsupported'],
   ['bounce', '!unsupported'],
@@ -94,7 +150,32 @@ const BUILTIN: [string, string][] = [
   ['cheapest', 'agg:min'],
   ['least expensive', 'agg:min'],
   // people
-  ...['users', 'user', 'people', 'person', 'persons', 'customers', 'customer', 'members', 'member', 'accounts', 'account', 'players', 'player', 'clients', 'client', 'shoppers', 'shopper', 'folks', 'uniques', 'everyone', 'everybody', 'anyone', 'anybody', 'individuals'].map((p) => [p, 'users'] as [string, string]),
+  ...[
+    'users',
+    'user',
+    'people',
+    'person',
+    'persons',
+    'customers',
+    'customer',
+    'members',
+    'member',
+    'accounts',
+    'account',
+    'players',
+    'player',
+    'clients',
+    'client',
+    'shoppers',
+    'shopper',
+    'folks',
+    'uniques',
+    'everyone',
+    'everybody',
+    'anyone',
+    'anybody',
+    'individuals',
+  ].map((p) => [p, 'users'] as [string, string]),
   ...['visitors', 'visitor', 'unique visitors', 'unique visits'].map((p) => [p, 'visitors'] as [string, string]),
   ['unique', 'unique'],
   ['distinct', 'unique'],
@@ -112,7 +193,7 @@ const BUILTIN: [string, string][] = [
   ['new visitors', '!new_users'],
   ['new', 'new'],
   ['signed up', '!first_seen'],
-  ['sign up', 'first_seen'],
+  ['sign up', '!first_seen'],
   ['signing up', '!first_seen'],
   ['joined', '!first_seen'],
   ['registered', '!first_seen'],
@@ -369,7 +450,15 @@ const BUILTIN: [string, string][] = [
   ['spender', '!spender'],
   ['spenders', '!spender'],
   ...[...MONEY_WORDS].map((w) => [w, w === 'sales' ? '!sales' : '!money'] as [string, string]),
-  ...['median order value', 'median order', 'median purchase', 'median purchase value', 'median purchase amount', 'median basket', 'median order amount'].map((p) => [p, '!aov_median'] as [string, string]),
+  ...[
+    'median order value',
+    'median order',
+    'median purchase',
+    'median purchase value',
+    'median purchase amount',
+    'median basket',
+    'median order amount',
+  ].map((p) => [p, '!aov_median'] as [string, string]),
   ['day', 'unit:day'],
 ];
 
@@ -435,16 +524,28 @@ export function read(source: string, lexicon: Lexicon, today: string, now: Date)
     const t = tokens[i]!;
     if (t.kind === 'quoted') {
       const targets = lexicon.quoted(t.raw);
-      if (targets.length > 0) mentions.push({ kind: 'target', targets, start: i, end: i + 1, raw: t.raw, quoted: true });
+      if (targets.length > 0)
+        mentions.push({ kind: 'target', targets, start: i, end: i + 1, raw: t.raw, quoted: true });
       else mentions.push({ kind: 'quoted', text: t.raw, start: i, end: i + 1, raw: t.raw });
       i++;
       continue;
     }
     if (t.kind === 'number' || t.kind === 'money' || t.kind === 'percent') {
-      const money = t.kind === 'money' || ['dollars', 'dollar', 'usd', 'bucks', 'euros', 'euro', 'eur'].includes(tokenText(tokens[i + 1]));
+      const money =
+        t.kind === 'money' ||
+        ['dollars', 'dollar', 'usd', 'bucks', 'euros', 'euro', 'eur'].includes(tokenText(tokens[i + 1]));
       const percent = t.kind === 'percent' || ['percent', '%'].includes(tokenText(tokens[i + 1]));
       const span = t.kind === 'number' && (money || percent) ? 2 : 1;
-      mentions.push({ kind: 'number', value: t.value!, money, percent, ordinal: !!t.ordinal, start: i, end: i + span, raw: raw(i, i + span) });
+      mentions.push({
+        kind: 'number',
+        value: t.value!,
+        money,
+        percent,
+        ordinal: !!t.ordinal,
+        start: i,
+        end: i + span,
+        raw: raw(i, i + span),
+      });
       i += span;
       continue;
     }
@@ -472,17 +573,32 @@ export function read(source: string, lexicon: Lexicon, today: string, now: Date)
   return { tokens, mentions, corrections, today };
 }
 
-function matchBuiltin(tokens: Token[], i: number, periods: Map<number, unknown>): { role: string; end: number; strong: boolean } | null {
+function matchBuiltin(
+  tokens: Token[],
+  i: number,
+  periods: Map<number, unknown>,
+): { role: string; end: number; strong: boolean } | null {
   let best: { role: string; end: number; strong: boolean } | null = null;
   for (const e of builtinIndex.get(tokenText(tokens[i])) ?? []) {
     let k = 0;
-    while (k < e.words.length && i + k < tokens.length && tokenText(tokens[i + k]) === e.words[k] && (k === 0 || !periods.has(i + k))) k++;
+    while (
+      k < e.words.length &&
+      i + k < tokens.length &&
+      tokenText(tokens[i + k]) === e.words[k] &&
+      (k === 0 || !periods.has(i + k))
+    )
+      k++;
     if (k === e.words.length && (!best || i + k > best.end)) best = { role: e.role, end: i + k, strong: e.strong };
   }
   return best;
 }
 
-function matchLexicon(tokens: Token[], i: number, lexicon: Lexicon, periods: Map<number, unknown>): { targets: Target[]; end: number } | null {
+function matchLexicon(
+  tokens: Token[],
+  i: number,
+  lexicon: Lexicon,
+  periods: Map<number, unknown>,
+): { targets: Target[]; end: number } | null {
   const t = tokens[i]!;
   if (t.kind !== 'word' && t.kind !== 'quoted') return null;
   const first = t.kind === 'quoted' ? t.text : t.text;
@@ -497,7 +613,12 @@ function matchLexicon(tokens: Token[], i: number, lexicon: Lexicon, periods: Map
     for (let w = 0; w < e.words.length; w++) {
       if (w > 0) {
         let gaps = 0;
-        while (k < tokens.length && gaps < 2 && SKIPPABLE.has(tokenText(tokens[k])) && !matches(tokens[k]!, e.words[w]!)) {
+        while (
+          k < tokens.length &&
+          gaps < 2 &&
+          SKIPPABLE.has(tokenText(tokens[k])) &&
+          !matches(tokens[k]!, e.words[w]!)
+        ) {
           k++;
           gaps++;
         }
@@ -514,7 +635,11 @@ function matchLexicon(tokens: Token[], i: number, lexicon: Lexicon, periods: Map
       bestEnd = k;
       bestRank = e.rank;
       targets = [e.target];
-    } else if (k === bestEnd && e.rank === bestRank && !targets.some((x) => JSON.stringify(x) === JSON.stringify(e.target))) {
+    } else if (
+      k === bestEnd &&
+      e.rank === bestRank &&
+      !targets.some((x) => JSON.stringify(x) === JSON.stringify(e.target))
+    ) {
       targets.push(e.target);
     }
   }

@@ -79,14 +79,26 @@ export function describePeriod(p: Period, today: string, now: Date): string {
   if (p.from && 'hours' in p.from) return p.label;
   const { first, last } = periodDates(p, today, now);
   const dates =
-    first && last ? (first === last ? first : `${first} to ${last}`) : first ? `from ${first}` : last ? `until ${last}` : '';
+    first && last
+      ? first === last
+        ? first
+        : `${first} to ${last}`
+      : first
+        ? `from ${first}`
+        : last
+          ? `until ${last}`
+          : '';
   return dates && !p.label.includes(dates) ? `${p.label} (${dates})` : p.label;
 }
 
 /** The period as the end of a sentence: "over last week (...)", "since March 15 (from ...)", "on 2026-03-10". */
 export function periodPhrase(p: Period, today: string, now: Date): string {
   const text = describePeriod(p, today, now);
-  if (/^(since|after|before|until|between|from|today|yesterday|the day before)\b/i.test(p.label) || /\bago$/.test(p.label)) return text;
+  if (
+    /^(since|after|before|until|between|from|today|yesterday|the day before)\b/i.test(p.label) ||
+    /\bago$/.test(p.label)
+  )
+    return text;
   if (/^\d{4}-\d{2}-\d{2}$/.test(p.label) || /^[A-Z][a-z]+day \d{4}/.test(p.label)) return `on ${text}`;
   return `over ${text}`;
 }
@@ -153,9 +165,35 @@ export const NUMBER_WORDS: Record<string, number> = {
 };
 
 const WEEKDAYS = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'];
-const WEEKDAY_SHORT: Record<string, number> = { mon: 0, tue: 1, tues: 1, wed: 2, thu: 3, thur: 3, thurs: 3, fri: 4, sat: 5, sun: 6 };
-const MONTH_WORD = /\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sept?(ember)?|oct(ober)?|nov(ember)?|dec(ember)?)\b/i;
-const CHRONO_LEADS = new Set(['on', 'in', 'since', 'from', 'at', 'of', 'the', 'during', 'until', 'by', 'before', 'after', 'for']);
+const WEEKDAY_SHORT: Record<string, number> = {
+  mon: 0,
+  tue: 1,
+  tues: 1,
+  wed: 2,
+  thu: 3,
+  thur: 3,
+  thurs: 3,
+  fri: 4,
+  sat: 5,
+  sun: 6,
+};
+const MONTH_WORD =
+  /\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sept?(ember)?|oct(ober)?|nov(ember)?|dec(ember)?)\b/i;
+const CHRONO_LEADS = new Set([
+  'on',
+  'in',
+  'since',
+  'from',
+  'at',
+  'of',
+  'the',
+  'during',
+  'until',
+  'by',
+  'before',
+  'after',
+  'for',
+]);
 const AMBIGUOUS_MONTHS = new Set(['may', 'mar', 'march', 'jan', 'sat', 'sun', 'dec']);
 
 export interface PeriodMatch {
@@ -205,7 +243,8 @@ function count(tokens: Token[], i: number): { n: number; next: number } | null {
   if (!t) return null;
   if (t.kind === 'number' && !t.ordinal && Number.isInteger(t.value)) return { n: t.value!, next: i + 1 };
   if (t.kind !== 'word') return null;
-  if (t.text === 'a' && word(tokens, i + 1) === 'couple') return { n: 2, next: word(tokens, i + 2) === 'of' ? i + 3 : i + 2 };
+  if (t.text === 'a' && word(tokens, i + 1) === 'couple')
+    return { n: 2, next: word(tokens, i + 2) === 'of' ? i + 3 : i + 2 };
   if (t.text === 'couple') return { n: 2, next: word(tokens, i + 1) === 'of' ? i + 2 : i + 1 };
   const n = NUMBER_WORDS[t.text];
   return n === undefined ? null : { n, next: i + 1 };
@@ -214,7 +253,13 @@ function count(tokens: Token[], i: number): { n: number; next: number } | null {
 const isUnit = (w: string) => UNIT_WORDS[w] !== undefined;
 const LEADS = new Set(['in', 'during', 'for', 'over', 'within', 'on', 'of', 'from', 'at', 'throughout']);
 
-function matchAt(tokens: Token[], i: number, today: string, dates: Map<number, DateHit>, now: Date): PeriodMatch | null {
+function matchAt(
+  tokens: Token[],
+  i: number,
+  today: string,
+  dates: Map<number, DateHit>,
+  now: Date,
+): PeriodMatch | null {
   const w = (k: number) => word(tokens, i + k);
   const hit = (len: number, period: Period | null, error?: string): PeriodMatch => ({
     start: i,
@@ -260,7 +305,10 @@ function matchAt(tokens: Token[], i: number, today: string, dates: Map<number, D
   }
   if (w(0) === 'yesterday') return hit(1, { from: day(-1), to: day(0), label: 'yesterday', unit: 'day' });
   if (w(0) === 'tomorrow') return hit(1, null, 'it is in the future: Tally answers about what already happened');
-  if ((w(0) === 'next' && (isUnit(w(1)) || count(tokens, i + 1) || WEEKDAYS.includes(w(1)))) || (w(0) === 'coming' && isUnit(w(1)))) {
+  if (
+    (w(0) === 'next' && (isUnit(w(1)) || count(tokens, i + 1) || WEEKDAYS.includes(w(1)))) ||
+    (w(0) === 'coming' && isUnit(w(1)))
+  ) {
     return hit(2, null, 'it is in the future: Tally answers about what already happened');
   }
   // so far this month / this month so far / month to date / MTD
@@ -269,8 +317,12 @@ function matchAt(tokens: Token[], i: number, today: string, dates: Map<number, D
   if (w(0) === 'so' && w(1) === 'far' && (w(2) === 'this' || w(2) === 'in') && calendarUnit(3)) {
     return hit(4, current(calendarUnit(3)!));
   }
-  if (calendarUnit(0) && calendarUnit(0) !== 'day' && w(1) === 'to' && w(2) === 'date') return hit(3, current(calendarUnit(0)!));
-  if ((w(0) === 'this' || w(0) === 'current' || (w(0) === 'the' && w(1) === 'current')) && !(w(0) === 'this' && w(1) === 'past')) {
+  if (calendarUnit(0) && calendarUnit(0) !== 'day' && w(1) === 'to' && w(2) === 'date')
+    return hit(3, current(calendarUnit(0)!));
+  if (
+    (w(0) === 'this' || w(0) === 'current' || (w(0) === 'the' && w(1) === 'current')) &&
+    !(w(0) === 'this' && w(1) === 'past')
+  ) {
     const k = w(0) === 'the' ? 2 : 1;
     const u = calendarUnit(k);
     if (u) {
@@ -296,7 +348,7 @@ function matchAt(tokens: Token[], i: number, today: string, dates: Map<number, D
     const lead = w(k);
     if (lead === 'last' || lead === 'past' || lead === 'previous' || lead === 'prior' || lead === 'recent') {
       k++;
-      if (w(k) === 'few' || w(k) === 'several' || w(k) === 'couple' && !count(tokens, i + k)) {
+      if (w(k) === 'few' || w(k) === 'several' || (w(k) === 'couple' && !count(tokens, i + k))) {
         return hit(k + 2, null, `"${w(k)}" is not a number of ${w(k + 1) || 'days'}: say how many`);
       }
       const c = count(tokens, i + k);
@@ -332,9 +384,18 @@ function matchAt(tokens: Token[], i: number, today: string, dates: Map<number, D
       });
     }
   }
-  if (w(0) === 'weekend' || (w(0) === 'the' && w(1) === 'weekend')) return hit(w(0) === 'the' ? 2 : 1, weekend(today, -1));
+  if (w(0) === 'weekend' || (w(0) === 'the' && w(1) === 'weekend'))
+    return hit(w(0) === 'the' ? 2 : 1, weekend(today, -1));
   // since / after / before / until D
-  if (w(0) === 'since' || w(0) === 'after' || w(0) === 'before' || w(0) === 'until' || w(0) === 'till' || w(0) === 'through' || (w(0) === 'up' && w(1) === 'to')) {
+  if (
+    w(0) === 'since' ||
+    w(0) === 'after' ||
+    w(0) === 'before' ||
+    w(0) === 'until' ||
+    w(0) === 'till' ||
+    w(0) === 'through' ||
+    (w(0) === 'up' && w(1) === 'to')
+  ) {
     const k = w(0) === 'up' ? 2 : 1;
     const inner = matchAt(tokens, i + k, today, dates, now);
     if (!inner || inner.start !== i + k) return null;
@@ -379,7 +440,11 @@ function rolling(tokens: Token[], start: number, unitIndex: number, n: number, l
   if (u === 'hour') return { start, end, period: { from: { hours: n }, label: label ?? `the last ${name('hour')}` } };
   const days = u === 'day' ? n : u === 'week' ? 7 * n : u === 'fortnight' ? 14 * n : null;
   if (days !== null) {
-    return { start, end, period: { from: day(-(days - 1)), to: day(1), label: `the last ${days === 1 ? 'day' : `${days} days`}` } };
+    return {
+      start,
+      end,
+      period: { from: day(-(days - 1)), to: day(1), label: `the last ${days === 1 ? 'day' : `${days} days`}` },
+    };
   }
   const months = u === 'month' ? n : u === 'quarter' ? 3 * n : 12 * n;
   const unitName = u === 'year' ? 'year' : u === 'quarter' ? 'quarter' : 'month';
@@ -412,7 +477,12 @@ function weekdayPeriod(today: string, wd: number, includeToday: boolean): Period
   if (back === 0 && !includeToday) back = 7;
   const date = addDays(today, -back);
   const name = WEEKDAYS[wd]!;
-  return { from: { date }, to: { date: addDays(date, 1) }, label: `${name[0]!.toUpperCase()}${name.slice(1)} ${date}`, unit: 'day' };
+  return {
+    from: { date },
+    to: { date: addDays(date, 1) },
+    label: `${name[0]!.toUpperCase()}${name.slice(1)} ${date}`,
+    unit: 'day',
+  };
 }
 
 /** Saturday and Sunday: of this week (`0`) or the most recent one that is over (`-1`). */
@@ -425,7 +495,12 @@ function weekend(today: string, which: 0 | -1): Period {
 }
 
 function datePeriod(d: DateHit): Period {
-  return { from: { date: d.first }, to: { date: addDays(d.last, 1) }, label: d.label, unit: d.first === d.last ? 'day' : d.unit };
+  return {
+    from: { date: d.first },
+    to: { date: addDays(d.last, 1) },
+    label: d.label,
+    unit: d.first === d.last ? 'day' : d.unit,
+  };
 }
 
 interface DateAt extends DateHit {
@@ -438,27 +513,74 @@ function dateAt(tokens: Token[], i: number, dates: Map<number, DateHit>, today: 
   if (t.kind === 'date' && t.date) {
     if (t.date.length > 10) {
       const at = Date.parse(t.date);
-      if (Number.isNaN(at)) return { start: i, end: i + 1, first: '', last: '', unit: 'day', label: t.raw, error: `"${t.raw}" is not a valid date` };
+      if (Number.isNaN(at))
+        return {
+          start: i,
+          end: i + 1,
+          first: '',
+          last: '',
+          unit: 'day',
+          label: t.raw,
+          error: `"${t.raw}" is not a valid date`,
+        };
     }
     const date = t.date.slice(0, 10);
-    if (!isCalendarDate(date)) return { start: i, end: i + 1, first: '', last: '', unit: 'day', label: t.raw, error: `"${t.raw}" is not a valid date` };
+    if (!isCalendarDate(date))
+      return {
+        start: i,
+        end: i + 1,
+        first: '',
+        last: '',
+        unit: 'day',
+        label: t.raw,
+        error: `"${t.raw}" is not a valid date`,
+      };
     return { start: i, end: i + 1, first: date, last: date, unit: 'day', label: date };
   }
   // Q1 [2026], first quarter
   const q = /^q([1-4])$/.exec(t.text);
   if (q) {
     const next = tokens[i + 1];
-    const year = next?.kind === 'number' && next.value! >= 2000 && next.value! < 2100 ? next.value! : Number(today.slice(0, 4));
+    const year =
+      next?.kind === 'number' && next.value! >= 2000 && next.value! < 2100 ? next.value! : Number(today.slice(0, 4));
     const first = `${year}-${pad((Number(q[1]) - 1) * 3 + 1)}-01`;
     if (first > today && year === Number(today.slice(0, 4)) && !(next?.kind === 'number')) {
       const prev = `${year - 1}-${first.slice(5)}`;
-      return { start: i, end: i + 1, first: prev, last: addDays(addMonths(prev, 3), -1), unit: 'quarter', label: `Q${q[1]} ${year - 1}` };
+      return {
+        start: i,
+        end: i + 1,
+        first: prev,
+        last: addDays(addMonths(prev, 3), -1),
+        unit: 'quarter',
+        label: `Q${q[1]} ${year - 1}`,
+      };
     }
-    return { start: i, end: next?.kind === 'number' && next.value === year ? i + 2 : i + 1, first, last: addDays(addMonths(first, 3), -1), unit: 'quarter', label: `Q${q[1]} ${year}` };
+    return {
+      start: i,
+      end: next?.kind === 'number' && next.value === year ? i + 2 : i + 1,
+      first,
+      last: addDays(addMonths(first, 3), -1),
+      unit: 'quarter',
+      label: `Q${q[1]} ${year}`,
+    };
   }
   // a bare year: "in 2025"
-  if (t.kind === 'number' && !t.ordinal && t.value! >= 2000 && t.value! < 2100 && Number.isInteger(t.value) && ['in', 'during', 'for', 'since', 'of', 'before', 'after', 'until'].includes(word(tokens, i - 1))) {
-    return { start: i, end: i + 1, first: `${t.value}-01-01`, last: `${t.value}-12-31`, unit: 'year', label: String(t.value) };
+  if (
+    t.kind === 'number' &&
+    !t.ordinal &&
+    t.value! >= 2000 &&
+    t.value! < 2100 &&
+    Number.isInteger(t.value) &&
+    ['in', 'during', 'for', 'since', 'of', 'before', 'after', 'until'].includes(word(tokens, i - 1))
+  ) {
+    return {
+      start: i,
+      end: i + 1,
+      first: `${t.value}-01-01`,
+      last: `${t.value}-12-31`,
+      unit: 'year',
+      label: String(t.value),
+    };
   }
   return dates.get(i) ?? null;
 }
@@ -478,14 +600,26 @@ function chronoDates(tokens: Token[], source: string, today: string): Map<number
     const text = r.text;
     if (!MONTH_WORD.test(text) && !/\d{1,2}\/\d{1,2}/.test(text)) continue;
     let first = tokens.findIndex((t) => t.start >= r.index);
-    while (first >= 0 && first < tokens.length - 1 && CHRONO_LEADS.has(tokens[first]!.text) && tokens[first]!.kind === 'word') first++;
+    while (
+      first >= 0 &&
+      first < tokens.length - 1 &&
+      CHRONO_LEADS.has(tokens[first]!.text) &&
+      tokens[first]!.kind === 'word'
+    )
+      first++;
     let last = first;
     while (last + 1 < tokens.length && tokens[last + 1]!.end <= r.index + text.length) last++;
     if (first < 0) continue;
     const start = tokens[first]!;
     // "may" and "march" are also words: only as dates next to a number or after a preposition
     const words = text.toLowerCase().split(/\s+/);
-    if (words.length === 1 && AMBIGUOUS_MONTHS.has(words[0]!) && !['in', 'since', 'during', 'of', 'until', 'before', 'after', 'from', 'between', 'through'].includes(word(tokens, first - 1))) {
+    if (
+      words.length === 1 &&
+      AMBIGUOUS_MONTHS.has(words[0]!) &&
+      !['in', 'since', 'during', 'of', 'until', 'before', 'after', 'from', 'between', 'through'].includes(
+        word(tokens, first - 1),
+      )
+    ) {
       continue;
     }
     if (start.kind === 'word' && WEEKDAYS.includes(start.text)) continue;
@@ -505,18 +639,35 @@ function chronoDates(tokens: Token[], source: string, today: string): Map<number
   return found;
 }
 
-function toDates(c: chrono.ParsedComponents, today: string): { first: string; last: string; unit: CalendarUnit; label: string } | null {
+function toDates(
+  c: chrono.ParsedComponents,
+  today: string,
+): { first: string; last: string; unit: CalendarUnit; label: string } | null {
   const month = c.isCertain('month') ? c.get('month') : null;
   const dayOfMonth = c.isCertain('day') ? c.get('day') : null;
   if (month === null) return null;
   let year = c.isCertain('year') ? c.get('year')! : Number(today.slice(0, 4));
-  const build = (y: number) => (dayOfMonth === null ? `${y}-${pad(month)}-01` : `${y}-${pad(month)}-${pad(dayOfMonth)}`);
+  const build = (y: number) =>
+    dayOfMonth === null ? `${y}-${pad(month)}-01` : `${y}-${pad(month)}-${pad(dayOfMonth)}`;
   // Without a year: the most recent occurrence that has started
   if (!c.isCertain('year') && build(year) > today) year -= 1;
   const first = build(year);
   if (!isCalendarDate(first)) return null;
   if (dayOfMonth === null) {
-    const names = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+    const names = [
+      'January',
+      'February',
+      'March',
+      'April',
+      'May',
+      'June',
+      'July',
+      'August',
+      'September',
+      'October',
+      'November',
+      'December',
+    ];
     return { first, last: addDays(addMonths(first, 1), -1), unit: 'month', label: `${names[month - 1]} ${year}` };
   }
   return { first, last: first, unit: 'day', label: first };

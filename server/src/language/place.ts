@@ -54,13 +54,16 @@ export function place(lexicon: Lexicon, specs: FilterSpec[], events: string[]): 
   const out: Placed = { event: [], user: [] };
   for (const spec of specs) {
     if (spec.field) {
-      if (NUMERIC_OPS.has(spec.op)) throw new NotUnderstood(`"${spec.key}" is text: it cannot be more or less than a number.`);
+      if (NUMERIC_OPS.has(spec.op))
+        throw new NotUnderstood(`"${spec.key}" is text: it cannot be more or less than a number.`);
       out.user.push({ key: spec.key, op: spec.op, values: spec.values });
       continue;
     }
     let key = spec.key;
     if (spec.candidates && spec.candidates.length > 1) {
-      const onEvents = spec.candidates.filter((k) => events.length > 0 && events.every((e) => lexicon.eventProperty(e, k)));
+      const onEvents = spec.candidates.filter(
+        (k) => events.length > 0 && events.every((e) => lexicon.eventProperty(e, k)),
+      );
       const pick = onEvents.length === 1 ? onEvents : spec.candidates.filter((k) => lexicon.userProperties.has(k));
       if (pick.length !== 1) {
         throw new NotUnderstood(
@@ -74,7 +77,8 @@ export function place(lexicon: Lexicon, specs: FilterSpec[], events: string[]): 
       const what = events.length > 0 ? `"${events.join('", "')}" events` : 'events';
       throw new NotUnderstood(`Neither ${what} nor users have a property "${key}".`, [key]);
     }
-    const carriers = scope === 'event' ? relevantEvents(lexicon, events).filter((e) => lexicon.eventProperty(e, key)) : [];
+    const carriers =
+      scope === 'event' ? relevantEvents(lexicon, events).filter((e) => lexicon.eventProperty(e, key)) : [];
     const stats = statsOf(lexicon, key, scope === 'user' ? 'user' : carriers)!;
     check(spec, stats, scope);
     const filter: Filter = { key, op: spec.op, values: spec.values };
@@ -87,7 +91,8 @@ function check(spec: FilterSpec, stats: PropertyStats, scope: 'event' | 'user') 
   const where = scope === 'user' ? 'user property' : 'event property';
   if (NUMERIC_OPS.has(spec.op)) {
     if (!stats.numeric) throw new NotUnderstood(`The ${where} "${stats.key}" holds text, not numbers.`);
-    if (spec.values.some((v) => typeof v !== 'number')) throw new NotUnderstood(`"${stats.key}" is compared with a number.`);
+    if (spec.values.some((v) => typeof v !== 'number'))
+      throw new NotUnderstood(`"${stats.key}" is compared with a number.`);
     return;
   }
   if (!VALUE_OPS.has(spec.op)) return;

@@ -10,14 +10,41 @@ import type { Lexicon } from './lexicon.js';
 import { place } from './place.js';
 
 const num = z.number().nullable();
-const OPS = ['eq', 'neq', 'in', 'not_in', 'gt', 'gte', 'lt', 'lte', 'between', 'contains', 'not_contains', 'starts_with', 'ends_with', 'exists', 'not_exists'] as const;
+const OPS = [
+  'eq',
+  'neq',
+  'in',
+  'not_in',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'between',
+  'contains',
+  'not_contains',
+  'starts_with',
+  'ends_with',
+  'exists',
+  'not_exists',
+] as const;
 const UNITS = ['day', 'week', 'month', 'quarter', 'year'] as const;
 const BUCKETS = ['hour', 'day', 'week', 'month'] as const;
 
-const FilterZ = z.object({ key: z.string().max(200), op: z.enum(OPS), values: z.array(z.union([z.string().max(500), z.number(), z.boolean()])).max(50) }).strict();
+const FilterZ = z
+  .object({
+    key: z.string().max(200),
+    op: z.enum(OPS),
+    values: z.array(z.union([z.string().max(500), z.number(), z.boolean()])).max(50),
+  })
+  .strict();
 const AnchorZ = z
   .object({
-    unit: z.enum(UNITS).nullable().describe('Start of this calendar unit containing today, moved by `offset` units (0 this one, -1 the previous one)'),
+    unit: z
+      .enum(UNITS)
+      .nullable()
+      .describe(
+        'Start of this calendar unit containing today, moved by `offset` units (0 this one, -1 the previous one)',
+      ),
     offset: z.number().int().nullable(),
     months: z.number().int().nullable().describe('Then moved by this many months (rolling windows of months)'),
     date: z.string().nullable().describe('Or: midnight starting this local date, YYYY-MM-DD'),
@@ -33,7 +60,9 @@ const PeriodZ = z
   })
   .strict();
 const BoundsZ = z.object({ gt: num, gte: num, lt: num, lte: num }).strict();
-const EventSetZ = z.object({ events: z.array(z.string().max(200)).max(50), filters: z.array(FilterZ).max(20) }).strict();
+const EventSetZ = z
+  .object({ events: z.array(z.string().max(200)).max(50), filters: z.array(FilterZ).max(20) })
+  .strict();
 const ConditionZ: z.ZodType<LlmCondition> = z
   .object({
     type: z.enum(['all', 'and', 'or', 'not', 'did', 'inactive', 'first_seen', 'user']),
@@ -44,7 +73,10 @@ const ConditionZ: z.ZodType<LlmCondition> = z
     filters: z.array(FilterZ).max(20).nullable(),
     period: PeriodZ.nullable(),
     times: BoundsZ.nullable(),
-    total: z.object({ key: z.string().max(200), gt: num, gte: num, lt: num, lte: num }).strict().nullable(),
+    total: z
+      .object({ key: z.string().max(200), gt: num, gte: num, lt: num, lte: num })
+      .strict()
+      .nullable(),
     filter: FilterZ.nullable(),
   })
   .strict();
@@ -81,7 +113,11 @@ const QueryZ = z
     period: PeriodZ.nullable(),
     bucket: z.enum(BUCKETS).nullable(),
     groupBy: z
-      .object({ kind: z.enum(['event_name', 'event_property', 'user_property', 'user', 'time']), key: z.string().max(200).nullable(), unit: z.enum(BUCKETS).nullable() })
+      .object({
+        kind: z.enum(['event_name', 'event_property', 'user_property', 'user', 'time']),
+        key: z.string().max(200).nullable(),
+        unit: z.enum(BUCKETS).nullable(),
+      })
       .strict()
       .nullable(),
     percent: z.boolean().nullable(),
@@ -122,7 +158,8 @@ export const CRITERIA_SCHEMA = jsonSchema(CriteriaZ);
 
 // ---- from the model's answer to the AST ----------------------------------------------------------
 
-const clean = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as T;
+const clean = <T extends object>(o: T): T =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as T;
 
 function anchor(a: z.infer<typeof AnchorZ>): Anchor {
   if (a.date !== null) {
@@ -134,13 +171,19 @@ function anchor(a: z.infer<typeof AnchorZ>): Anchor {
     return { hours: a.hours };
   }
   if (a.unit === null || a.offset === null) throw new NotUnderstood('A period bound is incomplete.');
-  if (Math.abs(a.offset) > 5000 || Math.abs(a.months ?? 0) > 1200) throw new NotUnderstood('A period bound is out of range.');
+  if (Math.abs(a.offset) > 5000 || Math.abs(a.months ?? 0) > 1200)
+    throw new NotUnderstood('A period bound is out of range.');
   return clean({ unit: a.unit, offset: a.offset, months: a.months ?? undefined }) as Anchor;
 }
 
 function period(p: z.infer<typeof PeriodZ> | null): Period | undefined {
   if (!p) return undefined;
-  return clean({ from: p.from ? anchor(p.from) : undefined, to: p.to ? anchor(p.to) : undefined, label: p.label.slice(0, 200), unit: p.unit ?? undefined }) as Period;
+  return clean({
+    from: p.from ? anchor(p.from) : undefined,
+    to: p.to ? anchor(p.to) : undefined,
+    label: p.label.slice(0, 200),
+    unit: p.unit ?? undefined,
+  }) as Period;
 }
 
 const bounds = (b: z.infer<typeof BoundsZ> | null): Bounds | undefined => (b ? (clean(b) as Bounds) : undefined);
@@ -155,7 +198,7 @@ function condition(c: LlmCondition, depth = 0): Condition {
       if (!c.of || c.of.length === 0) throw new NotUnderstood(`"${c.type}" needs conditions.`);
       return { type: c.type, of: c.of.map((x) => condition(x, depth + 1)) };
     case 'not':
-      if (!c.of || c.of.length !== 1) throw new NotUnderstood('"not" takes one condition.');
+      if (c.of?.length !== 1) throw new NotUnderstood('"not" takes one condition.');
       return { type: 'not', of: condition(c.of[0]!, depth + 1) };
     case 'did':
       return clean({
@@ -181,7 +224,13 @@ function condition(c: LlmCondition, depth = 0): Condition {
 const eventSet = (e: z.infer<typeof EventSetZ>): EventSet => ({ events: e.events, filters: e.filters as Filter[] });
 
 function part(p: z.infer<typeof PartZ>): Part {
-  return clean({ measure: p.measure, key: p.key ?? undefined, events: p.events, filters: p.filters as Filter[], segment: p.segment ? condition(p.segment) : undefined });
+  return clean({
+    measure: p.measure,
+    key: p.key ?? undefined,
+    events: p.events,
+    filters: p.filters as Filter[],
+    segment: p.segment ? condition(p.segment) : undefined,
+  });
 }
 
 function measure(m: z.infer<typeof MeasureZ>): Measure {
@@ -246,7 +295,11 @@ export function criteriaFromModel(answer: unknown, lexicon: Lexicon): FromModel<
   return { ast: c, confidence: Math.min(1, Math.max(0, parsed.data.confidence)) };
 }
 
-function dimension(d: { kind: Dimension['kind']; key: string | null; unit: (typeof BUCKETS)[number] | null }): Dimension {
+function dimension(d: {
+  kind: Dimension['kind'];
+  key: string | null;
+  unit: (typeof BUCKETS)[number] | null;
+}): Dimension {
   if (d.kind === 'event_property' || d.kind === 'user_property') {
     if (!d.key) throw new NotUnderstood('A breakdown by property needs the property.');
     return { kind: d.kind, key: d.key };
@@ -262,10 +315,18 @@ function checkEvents(events: string[], lexicon: Lexicon) {
 }
 
 function checkFilters(filters: Filter[], events: string[], lexicon: Lexicon, scope: 'event' | 'user') {
-  const specs = filters.filter((f) => f.key !== '$revenue').map((f, at) => ({ ...f, at, ...(scope === 'user' && ['email', 'phone', 'user_id'].includes(f.key) ? { field: true } : {}) }));
+  const specs = filters
+    .filter((f) => f.key !== '$revenue')
+    .map((f, at) => ({
+      ...f,
+      at,
+      ...(scope === 'user' && ['email', 'phone', 'user_id'].includes(f.key) ? { field: true } : {}),
+    }));
   const placed = place(lexicon, specs, events);
-  if (scope === 'event' && placed.user.length > 0) throw new NotUnderstood(`"${placed.user[0]!.key}" is a property of users, not of those events.`);
-  if (filters.some((f) => f.key === '$revenue') && !lexicon.moneyKey) throw new NotUnderstood('The app has no events carrying revenue.');
+  if (scope === 'event' && placed.user.length > 0)
+    throw new NotUnderstood(`"${placed.user[0]!.key}" is a property of users, not of those events.`);
+  if (filters.some((f) => f.key === '$revenue') && !lexicon.moneyKey)
+    throw new NotUnderstood('The app has no events carrying revenue.');
 }
 
 export function validateCondition(c: Condition, lexicon: Lexicon): void {
@@ -280,7 +341,8 @@ export function validateCondition(c: Condition, lexicon: Lexicon): void {
     case 'did':
       checkEvents(c.events, lexicon);
       checkFilters(c.filters, c.events, lexicon, 'event');
-      if (c.total && c.total.key !== '$revenue' && !lexicon.eventsWithKey(c.total.key).length) throw new NotUnderstood(`No event has a property "${c.total.key}".`, [c.total.key]);
+      if (c.total && c.total.key !== '$revenue' && !lexicon.eventsWithKey(c.total.key).length)
+        throw new NotUnderstood(`No event has a property "${c.total.key}".`, [c.total.key]);
       return;
     case 'user':
       checkFilters([c.filter], [], lexicon, 'user');
@@ -295,7 +357,8 @@ export function validateQuery(q: Query, lexicon: Lexicon): void {
   checkFilters(q.events.filters, q.events.events, lexicon, 'event');
   if (q.segment) validateCondition(q.segment, lexicon);
   const m = q.measure;
-  if (m.kind === 'aggregate' && m.key !== '$revenue' && !lexicon.eventsWithKey(m.key).length) throw new NotUnderstood(`No event has a property "${m.key}".`, [m.key]);
+  if (m.kind === 'aggregate' && m.key !== '$revenue' && !lexicon.eventsWithKey(m.key).length)
+    throw new NotUnderstood(`No event has a property "${m.key}".`, [m.key]);
   if (m.kind === 'ratio') {
     for (const p of [m.numerator, m.denominator]) {
       checkEvents(p.events, lexicon);
@@ -306,7 +369,11 @@ export function validateQuery(q: Query, lexicon: Lexicon): void {
   if (m.kind === 'funnel') for (const s of [m.from, m.to]) checkEvents(s.events, lexicon);
   const g = q.groupBy;
   if (g && (g.kind === 'event_property' || g.kind === 'user_property')) {
-    const known = g.kind === 'user_property' ? lexicon.userProperties.has(g.key) : lexicon.eventsWithKey(g.key).length > 0;
-    if (!known) throw new NotUnderstood(`No ${g.kind === 'user_property' ? 'user' : 'event'} has a property "${g.key}".`, [g.key]);
+    const known =
+      g.kind === 'user_property' ? lexicon.userProperties.has(g.key) : lexicon.eventsWithKey(g.key).length > 0;
+    if (!known)
+      throw new NotUnderstood(`No ${g.kind === 'user_property' ? 'user' : 'event'} has a property "${g.key}".`, [
+        g.key,
+      ]);
   }
 }

@@ -42,7 +42,6 @@ const CONTRACTIONS: Record<string, string[]> = {
 
 const NUMBER_SUFFIX: Record<string, number> = { k: 1_000, m: 1_000_000 };
 
-
 const strip = (s: string) => s.normalize('NFD').replace(/[\u0300-\u036f]/g, '');
 
 // Order matters: the first alternative that matches at a position wins.
@@ -50,7 +49,8 @@ const PATTERN = new RegExp(
   [
     /(?<quoted>"[^"]*"|“[^”]*”|‘[^’]*’|(?<![\p{L}\p{N}])'[^']+'(?![\p{L}\p{N}]))/u.source,
     /(?<iso>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?)(?![\d-])/u.source,
-    /(?<literal>[\p{L}\p{N}._%+-]*@[\p{L}\p{N}.-]+|(?:[\p{L}\p{N}-]+\.)+(?:com|org|net|io|co|fr|de|uk|dev|app)\b)/u.source,
+    /(?<literal>[\p{L}\p{N}._%+-]*@[\p{L}\p{N}.-]+|(?:[\p{L}\p{N}-]+\.)+(?:com|org|net|io|co|fr|de|uk|dev|app)\b)/u
+      .source,
     /(?<slash>\d{1,2}\/\d{1,2}(?:\/\d{2,4})?)(?![\d/])/u.source,
     /(?<money>[$€£]\s?\d[\d,]*(?:\.\d+)?[km]?|\d[\d,]*(?:\.\d+)?[km]?\s?[$€£])(?![\p{L}\p{N}])/u.source,
     /(?<percent>\d+(?:\.\d+)?\s?%)/u.source,
@@ -94,7 +94,14 @@ export function tokenize(source: string): Token[] {
       const digits = g.money.replace(/[$€£\s]/g, '');
       push({ kind: 'money', raw: g.money, text: g.money.toLowerCase(), start, end, value: numberValue(digits).value });
     } else if (g.percent !== undefined) {
-      push({ kind: 'percent', raw: g.percent, text: g.percent, start, end, value: Number(g.percent.replace(/[\s%]/g, '')) });
+      push({
+        kind: 'percent',
+        raw: g.percent,
+        text: g.percent,
+        start,
+        end,
+        value: Number(g.percent.replace(/[\s%]/g, '')),
+      });
     } else if (g.number !== undefined) {
       const { value, ordinal } = numberValue(g.number);
       push({ kind: 'number', raw: g.number, text: g.number.toLowerCase(), start, end, value, ordinal, joined });
@@ -107,7 +114,11 @@ export function tokenize(source: string): Token[] {
       words(g.word, start, joined, push);
     } else if (g.symbol !== undefined) {
       // `_` and `-` between two words join them; `/` too ("iOS/Android" stays two words).
-      if ((g.symbol === '-' || g.symbol === '/') && /[\p{L}\p{N}]/u.test(prev ?? '') && /[\p{L}\p{N}]/u.test(source[end] ?? '')) {
+      if (
+        (g.symbol === '-' || g.symbol === '/') &&
+        /[\p{L}\p{N}]/u.test(prev ?? '') &&
+        /[\p{L}\p{N}]/u.test(source[end] ?? '')
+      ) {
         continue;
       }
       push({ kind: 'symbol', raw: g.symbol, text: g.symbol, start, end });
@@ -143,7 +154,18 @@ function words(word: string, start: number, joined: boolean, push: (t: Token) =>
   if (m) {
     const suffix = m[2];
     emit(m[1]!, raw.slice(0, m[1]!.length), start, joined);
-    const extra = suffix === 'd' ? 'would' : suffix === 've' ? 'have' : suffix === 're' ? 'are' : suffix === 'll' ? 'will' : suffix === 'm' ? 'am' : null;
+    const extra =
+      suffix === 'd'
+        ? 'would'
+        : suffix === 've'
+          ? 'have'
+          : suffix === 're'
+            ? 'are'
+            : suffix === 'll'
+              ? 'will'
+              : suffix === 'm'
+                ? 'am'
+                : null;
     if (extra) push({ kind: 'word', raw: extra, text: extra, start, end: start + raw.length });
     return;
   }

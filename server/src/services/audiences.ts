@@ -84,20 +84,45 @@ const SQL_SCHEMA = {
 };
 
 /** SQL written by the model for criteria, checked in the sandbox; returns the accepted statement. */
-async function modelSql(ctx: ServiceContext, lc: LanguageContext, criteria: string, read: Awaited<ReturnType<typeof readCriteria>>) {
+async function modelSql(
+  ctx: ServiceContext,
+  lc: LanguageContext,
+  criteria: string,
+  read: Awaited<ReturnType<typeof readCriteria>>,
+) {
   if (read.method !== 'llm_sql') throw new Error('unreachable');
   let answer: { sql?: unknown; confidence?: unknown };
   try {
-    answer = await ctx.llm!.json({ system: audienceSqlPrompt(lc), prompt: criteria, schemaName: 'audience_sql', schema: SQL_SCHEMA });
+    answer = await ctx.llm!.json({
+      system: audienceSqlPrompt(lc),
+      prompt: criteria,
+      schemaName: 'audience_sql',
+      schema: SQL_SCHEMA,
+    });
   } catch (err) {
-    ctx.logger.warn({ err: err instanceof LlmError ? err.message : err }, 'the language model failed to write audience SQL');
-    throw refusal(lc, criteria, read.rulesError, 'criteria', ' The language model could not be asked either; try again later.');
+    ctx.logger.warn(
+      { err: err instanceof LlmError ? err.message : err },
+      'the language model failed to write audience SQL',
+    );
+    throw refusal(
+      lc,
+      criteria,
+      read.rulesError,
+      'criteria',
+      ' The language model could not be asked either; try again later.',
+    );
   }
   const sql = typeof answer?.sql === 'string' ? answer.sql.trim() : '';
   const raw = typeof answer?.confidence === 'number' && Number.isFinite(answer.confidence) ? answer.confidence : 0;
   const confidence = Math.min(1, Math.max(0, raw));
   if (sql === '' || confidence === 0) {
-    throw refusal(lc, criteria, read.rulesError, 'criteria', ' The language model could not express them as a query over users and events either.');
+    throw refusal(
+      lc,
+      criteria,
+      read.rulesError,
+      'criteria',
+      ' The language model could not express them as a query over users and events either.',
+    );
   }
   const checked = await runSandboxedQuery(ctx, lc.appId, sql, { ...options, rowCap: 1 });
   if (!checked.columns.includes('user_id')) {
@@ -111,7 +136,11 @@ async function modelSql(ctx: ServiceContext, lc: LanguageContext, criteria: stri
 }
 
 /** Creates an audience: built-in engine first, then the language model when one is configured. */
-export async function createAudience(ctx: ServiceContext, appId: string, input: AudienceInput): Promise<CreatedAudience> {
+export async function createAudience(
+  ctx: ServiceContext,
+  appId: string,
+  input: AudienceInput,
+): Promise<CreatedAudience> {
   const lc = await languageContext(ctx, appId);
   const read = await readCriteria(ctx, lc, input.criteria);
   let definition: Segment | null = null;
@@ -217,11 +246,18 @@ export async function audienceMembers(
     total = await countSegment(ctx, lc, audience.definition);
     if (limit > 0) {
       const compiled = compileSegmentMembers(audience.definition.where, lc.compile, limit, offset);
-      rows = (await runOverRelations(ctx, appId, compiled.statement, compiled.params, { ...options, rowCap: limit })).rows;
+      rows = (await runOverRelations(ctx, appId, compiled.statement, compiled.params, { ...options, rowCap: limit }))
+        .rows;
     }
   } else if (audience.sql) {
     total = await countSql(ctx, appId, audience.sql);
-    if (limit > 0) rows = (await runSandboxedQuery(ctx, appId, audienceSqlMembers(audience.sql, limit, offset), { ...options, rowCap: limit })).rows;
+    if (limit > 0)
+      rows = (
+        await runSandboxedQuery(ctx, appId, audienceSqlMembers(audience.sql, limit, offset), {
+          ...options,
+          rowCap: limit,
+        })
+      ).rows;
   } else {
     total = 0;
   }

@@ -8,13 +8,37 @@ function vocabulary(lc: LanguageContext): string {
   for (const e of lc.lexicon.events.slice(0, 60)) {
     const props = e.properties
       .slice(0, 15)
-      .map((p) => `${p.key}${p.numeric ? ' (number)' : p.values.length ? ` (e.g. ${p.values.slice(0, 5).map((v) => v.value).join(', ')})` : ''}`)
+      .map(
+        (p) =>
+          `${p.key}${
+            p.numeric
+              ? ' (number)'
+              : p.values.length
+                ? ` (e.g. ${p.values
+                    .slice(0, 5)
+                    .map((v) => v.value)
+                    .join(', ')})`
+                : ''
+          }`,
+      )
       .join('; ');
     lines.push(`- event "${e.name}"${e.displayName ? ` ("${e.displayName}")` : ''}: ${props || 'no properties'}`);
   }
   const users = [...lc.lexicon.userProperties.values()]
     .slice(0, 30)
-    .map((p) => `${p.key}${p.numeric ? ' (number)' : p.values.length ? ` (e.g. ${p.values.slice(0, 5).map((v) => v.value).join(', ')})` : ''}`)
+    .map(
+      (p) =>
+        `${p.key}${
+          p.numeric
+            ? ' (number)'
+            : p.values.length
+              ? ` (e.g. ${p.values
+                  .slice(0, 5)
+                  .map((v) => v.value)
+                  .join(', ')})`
+              : ''
+        }`,
+    )
     .join('; ');
   lines.push(`- user properties: ${users || 'none'}; user columns: email, phone, user_id`);
   lines.push(`- money: ${lc.lexicon.moneyKey ? `"$revenue" (the events' ${lc.lexicon.moneyKey})` : 'none'}`);
@@ -87,4 +111,3 @@ export function audienceSqlPrompt(lc: LanguageContext): string {
     vocabulary(lc),
   ].join('\n');
 }
-

@@ -122,7 +122,9 @@ export function refusal(
   const what = kind === 'question' ? 'that question' : `the criteria "${text.slice(0, 200)}"`;
   const unknown = err.unknown.filter(Boolean);
   const hint =
-    suggestions.rephrasings.length > 0 ? ` Try: "${suggestions.rephrasings[0]}".` : ' See details.examples for phrasings that work.';
+    suggestions.rephrasings.length > 0
+      ? ` Try: "${suggestions.rephrasings[0]}".`
+      : ' See details.examples for phrasings that work.';
   return new QueryNotUnderstoodError(`Tally did not understand ${what}: ${err.message}${note}${hint}`, {
     reason: err.message,
     unknown,
@@ -157,7 +159,11 @@ export async function readQuestion(ctx: ServiceContext, lc: LanguageContext, tex
 }
 
 /** Reads audience criteria, like readQuestion. */
-export async function readCriteria(ctx: ServiceContext, lc: LanguageContext, text: string): Promise<Reading<Condition>> {
+export async function readCriteria(
+  ctx: ServiceContext,
+  lc: LanguageContext,
+  text: string,
+): Promise<Reading<Condition>> {
   try {
     const { ast, corrections } = understandCriteria(text, lc.lexicon, lc.clock);
     return { method: 'rules', ast, confidence: 1, corrections };

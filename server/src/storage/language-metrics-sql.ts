@@ -57,7 +57,9 @@ function metricBuckets(sql: Sql, q: Query, metric: MetricName): MetricBucket[] {
   const next: [string, string] = unit
     ? [`${shiftUnit(lo.slice(0, 10), unit, 1)} 00:00:00`, `${shiftUnit(lo.slice(0, 10), unit, 2)} 00:00:00`]
     : [hi, fromMs(naive(hi) + length)];
-  const prev: [string, string] = unit ? [`${shiftUnit(lo.slice(0, 10), unit, -1)} 00:00:00`, lo] : [fromMs(naive(lo) - length), lo];
+  const prev: [string, string] = unit
+    ? [`${shiftUnit(lo.slice(0, 10), unit, -1)} 00:00:00`, lo]
+    : [fromMs(naive(lo) - length), lo];
   return [{ label: lo.slice(0, 10), key: lo, lo, hi, days: Math.max(1, Math.round(length / 86_400_000)), next, prev }];
 }
 
@@ -73,12 +75,16 @@ export function metricSql(sql: Sql, q: Query, metric: MetricName): string {
   const list = metricBuckets(sql, q, metric);
   const ts = (v: string) => sql.p(v, 'timestamp');
   const rows = list
-    .map((b) => `(${sql.p(b.label)}, ${ts(b.lo)}, ${ts(b.hi)}, ${sql.p(b.days, 'int')}, ${ts(b.next[0])}, ${ts(b.next[1])}, ${ts(b.prev[0])}, ${ts(b.prev[1])})`)
+    .map(
+      (b) =>
+        `(${sql.p(b.label)}, ${ts(b.lo)}, ${ts(b.hi)}, ${sql.p(b.days, 'int')}, ${ts(b.next[0])}, ${ts(b.next[1])}, ${ts(b.prev[0])}, ${ts(b.prev[1])})`,
+    )
     .join(', ');
   const B = `(values ${rows}) as b(date, lo, hi, days, nlo, nhi, plo, phi)`;
   const tz = sql.tz();
   const at = (col: string) => `(b.${col} at time zone ${tz})`;
-  const within = (alias: string, lo = 'lo', hi = 'hi') => `${alias}.created_at >= ${at(lo)} and ${alias}.created_at < ${at(hi)}`;
+  const within = (alias: string, lo = 'lo', hi = 'hi') =>
+    `${alias}.created_at >= ${at(lo)} and ${alias}.created_at < ${at(hi)}`;
   let statement: string;
   switch (metric) {
     case 'dau':

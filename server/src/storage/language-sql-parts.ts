@@ -26,7 +26,10 @@ export class Sql {
   constructor(readonly cx: CompileContext) {}
 
   /** Binds a value: `$n::cast`. */
-  p(value: unknown, cast: 'text' | 'numeric' | 'int' | 'timestamp' | 'timestamptz' | 'jsonb' | 'bigint' = 'text'): string {
+  p(
+    value: unknown,
+    cast: 'text' | 'numeric' | 'int' | 'timestamp' | 'timestamptz' | 'jsonb' | 'bigint' = 'text',
+  ): string {
     this.params.push(value);
     return `$${this.params.length + 1}::${cast}`;
   }
@@ -109,7 +112,8 @@ export class Sql {
       if (typeof v === 'number' && !column) {
         return `(${this.json(alias, f.key)} = to_jsonb(${this.p(v, 'numeric')}) or ${this.text(alias, f.key)} = ${this.p(String(v))})`;
       }
-      if (typeof v === 'boolean' && !column) return `${this.json(alias, f.key)} = to_jsonb(${this.p(String(v))}::boolean)`;
+      if (typeof v === 'boolean' && !column)
+        return `${this.json(alias, f.key)} = to_jsonb(${this.p(String(v))}::boolean)`;
       return `lower(${text()}) = lower(${this.p(String(v))})`;
     };
     const first = f.values[0] ?? '';
@@ -148,9 +152,13 @@ export class Sql {
         return `coalesce(${n} ${op} ${this.p(Number(first), 'numeric')}, false)`;
       }
       case 'exists':
-        return column ? `coalesce(${column}, '') <> ''` : `coalesce(jsonb_typeof(${this.json(alias, f.key)}), 'null') <> 'null'`;
+        return column
+          ? `coalesce(${column}, '') <> ''`
+          : `coalesce(jsonb_typeof(${this.json(alias, f.key)}), 'null') <> 'null'`;
       case 'not_exists':
-        return column ? `coalesce(${column}, '') = ''` : `coalesce(jsonb_typeof(${this.json(alias, f.key)}), 'null') = 'null'`;
+        return column
+          ? `coalesce(${column}, '') = ''`
+          : `coalesce(jsonb_typeof(${this.json(alias, f.key)}), 'null') = 'null'`;
     }
   }
 
@@ -188,7 +196,8 @@ export class Sql {
       case 'did': {
         const e = this.next('e');
         const where = () => `${this.events(e, c.events, c.filters)}${this.period(`${e}.created_at`, c.period)}`;
-        if (!c.times && !c.total) return `exists (select 1 from events ${e} where ${e}.user_id = ${u}.user_id${where()})`;
+        if (!c.times && !c.total)
+          return `exists (select 1 from events ${e} where ${e}.user_id = ${u}.user_id${where()})`;
         const body = where();
         const having: string[] = [];
         const bound = (expr: string, b: { gt?: number; gte?: number; lt?: number; lte?: number }) => {

@@ -150,13 +150,18 @@ function segment(sql: Sql, q: Query, e: string): string {
 }
 
 /** FROM and WHERE of the rows measured; `key` is the dimension expression (or null). */
-function source(sql: Sql, q: Query, dim: Dimension | null): { from: string; where: string; alias: string; key: string | null } {
+function source(
+  sql: Sql,
+  q: Query,
+  dim: Dimension | null,
+): { from: string; where: string; alias: string; key: string | null } {
   if (onUsers(q)) {
     const u = 'u';
     let where = 'true';
     if (q.measure.kind === 'new_users') where += sql.period(`${u}.created_at`, q.period);
     if (q.segment) where += ` and ${sql.condition(q.segment, u)}`;
-    if (dim?.kind === 'time') return { from: `users ${u}`, where, alias: u, key: timeKey(sql, dim.unit, `${u}.created_at`) };
+    if (dim?.kind === 'time')
+      return { from: `users ${u}`, where, alias: u, key: timeKey(sql, dim.unit, `${u}.created_at`) };
     const key = dim ? dimensionExpr(sql, dim, u, u) : null;
     if (key) where += ` and ${key} is not null`;
     return { from: `users ${u}`, where, alias: u, key };
@@ -263,7 +268,7 @@ export function bucketsOf(sql: Sql, q: Query, unit: Bucket, fallbackStart: strin
   let lo = resolve(q.period, false) ?? (fallbackStart ? `${fallbackStart} 00:00:00` : `${cx.today} 00:00:00`);
   let hi = resolve(q.period, true) ?? `${addDays(cx.today, 1)} 00:00:00`;
   if (unit !== 'hour') {
-    lo = lo.slice(0, 10) === lo.slice(0, 10) && lo.slice(11) !== '00:00:00' ? `${lo.slice(0, 10)} 00:00:00` : lo;
+    lo = `${lo.slice(0, 10)} 00:00:00`;
     if (hi.slice(11) !== '00:00:00') hi = `${addDays(hi.slice(0, 10), 1)} 00:00:00`;
   }
   const out: BucketRange[] = [];
@@ -271,7 +276,9 @@ export function bucketsOf(sql: Sql, q: Query, unit: Bucket, fallbackStart: strin
     const next = addLocal(key, unit, 1);
     out.push({ label: labelOf(key, unit), key, lo: key < lo ? lo : key, hi: next > hi ? hi : next });
     if (out.length > MAX_BUCKETS) {
-      throw new RangeError(`That period has more than ${MAX_BUCKETS} ${unit} buckets: choose a shorter period or a larger bucket.`);
+      throw new RangeError(
+        `That period has more than ${MAX_BUCKETS} ${unit} buckets: choose a shorter period or a larger bucket.`,
+      );
     }
   }
   return out;
@@ -328,7 +335,12 @@ export function compileSegmentCount(where: Condition, cx: CompileContext): Compi
   return { statement, params: sql.params, display: sql.display(statement) };
 }
 
-export function compileSegmentMembers(where: Condition, cx: CompileContext, limit: number, offset: number): CompiledSql {
+export function compileSegmentMembers(
+  where: Condition,
+  cx: CompileContext,
+  limit: number,
+  offset: number,
+): CompiledSql {
   const sql = new Sql(cx);
   const statement = `select u.user_id, u.email, u.phone, u.last_active from users u where ${sql.condition(where)}
 order by u.created_at, u.id limit ${sql.p(limit, 'bigint')} offset ${sql.p(offset, 'bigint')}`;

@@ -127,7 +127,9 @@ function group(rows: KeyRow[]): Map<string | null, PropertyStats[]> {
     out.set(
       owner,
       [...keys.values()].map(({ all, ...p }) => {
-        const values = [...all].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1));
+        const values = [...all]
+          .map(([value, count]) => ({ value, count }))
+          .sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1));
         return { ...p, values: values.slice(0, MAX_VALUES), complete: values.length <= MAX_VALUES };
       }),
     );

@@ -4,6 +4,7 @@
 // (DESIGN §7). Self-contained on purpose: migrations must not follow later code.
 import type { Knex } from 'knex';
 
+// biome-ignore lint/suspicious/noExplicitAny: stored JSON of an older shape, read field by field
 type Json = Record<string, any>;
 
 function addDays(date: string, days: number): string {
