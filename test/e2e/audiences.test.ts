@@ -139,9 +139,9 @@ describe('POST /v1/audiences: what is stored and answered', () => {
       user_count: 1,
       created_at: expect.any(String),
       message: expect.stringMatching(
-        /^Audience created with 1 user, understood as: did "purchase" event at least 3 times in the last 30 days \(\d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d\)\.$/,
+        /^Audience created with 1 user, understood as: users who did "purchase" event at least 3 times in the last 30 days \(\d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d\)\.$/,
       ),
-      interpretation: expect.stringContaining('did "purchase" event at least 3 times in the last 30 days'),
+      interpretation: expect.stringContaining('users who did "purchase" event at least 3 times in the last 30 days'),
       query_method: 'rules',
       confidence: 1,
     });
@@ -356,7 +356,7 @@ describe('criteria the rules engine does not understand, with a language model',
     expect(error).toBeUndefined();
     // ann has four purchases; ben one; eve's are bot traffic
     expect(data).toMatchObject({ success: true, query_method: 'llm', confidence: 0.8, user_count: 1 });
-    expect(data!.interpretation).toBe('did "purchase" event at least 2 times');
+    expect(data!.interpretation).toBe('users who did "purchase" event at least 2 times');
     const request = fake.requests.at(-1)!;
     expect(request.response_format).toMatchObject({
       type: 'json_schema',

@@ -94,6 +94,7 @@ class Question {
   }
 
   parse(): Query {
+    this.relativeSegment();
     this.periods();
     this.orderAndGroups();
     const before = this.ms.filter((m) => !m.used);
@@ -116,10 +117,32 @@ class Question {
     return query;
   }
 
+  /** "revenue from users who signed up last month": the users' clause is a segment. */
+  private relSegment?: Condition;
+
+  private relativeSegment() {
+    const i = this.ms.findIndex((m, k) => isRole(m, 'users', 'visitors') && isRole(this.ms[this.next(k)], 'rel'));
+    if (i < 0) return;
+    const measured = this.ms
+      .slice(0, i)
+      .some(
+        (m) =>
+          (eventsOf(m) && targetsOf(m, 'agent').length === 0) ||
+          isRole(m, 'money', 'sales', 'how_much', 'aov', 'aov_median'),
+      );
+    if (!measured) return;
+    const clause = this.ms.slice(i);
+    this.relSegment = parseCriteria(
+      { tokens: [], mentions: clause.map((m) => ({ ...m, used: false })), corrections: [], today: '' },
+      this.lexicon,
+    );
+    for (const m of clause) m.used = true;
+  }
+
   // ---- periods and comparisons -------------------------------------------------------------
 
   private periods() {
-    const ps = this.ms.filter((m) => m.kind === 'period');
+    const ps = this.ms.filter((m) => m.kind === 'period' && !m.used);
     for (const p of this.ms.filter((m) => isRole(m, 'all_time'))) p.used = true;
     const vs = this.take('vs', 'change', 'wow', 'mom');
     for (const p of ps) p.used = true;
@@ -255,6 +278,9 @@ class Question {
         const d = this.dimensionAt(k);
         if (d) {
           this.setDimension(d.dim);
+          // "best-selling products": a list; "best-selling product": the one
+          if (/s$/i.test(this.ms[d.end]!.raw) && !/ss$/i.test(this.ms[d.end]!.raw) && this.order.limit === 1)
+            this.order.limit = 10;
           for (let x = k; x <= d.end; x++) this.ms[x]!.used = true;
         } else this.order.dimension = 'pending';
         continue;
@@ -263,7 +289,8 @@ class Question {
         // "which country ...", "which day ..."
         const k = this.next(i);
         const d = this.dimensionAt(k);
-        if (d && !('kind' in d.dim && d.dim.kind === 'user')) {
+        const ranked = this.ms.some((x) => !x.used && isRole(x, 'most', 'least', 'top', 'bottom'));
+        if (d && (!('kind' in d.dim && d.dim.kind === 'user') || ranked)) {
           m.used = true;
           this.setDimension('bucket' in d.dim ? { kind: 'time', unit: d.dim.bucket } : d.dim);
           for (let x = k; x <= d.end; x++) this.ms[x]!.used = true;
@@ -384,12 +411,19 @@ class Question {
       // "how much revenue", "how much did they spend": one measure
     }
     const sales = this.take('sales');
-    const count = this.take('count');
-    const users = this.ms.find((m) => !m.used && isRole(m, 'users', 'visitors'));
+    const countEvents = this.take('count_events');
+    const count = this.take('count') ?? countEvents;
+    // "how many times did users ...": events, whoever did them
+    const users = countEvents ? undefined : this.ms.find((m) => !m.used && isRole(m, 'users', 'visitors'));
+    if (countEvents) for (const m of this.ms) if (!m.used && isRole(m, 'users', 'visitors')) m.used = true;
     const newUsers = this.take('new_users');
     const keyMention = this.ms.find((m) => !m.used && targetsOf(m, 'key').length === 1);
-    if (this.percent && !this.groupBy && (users || agent || events.length > 0 || specs.length > 0))
+    if (this.percent && !this.groupBy && !users && !agent && (events.length > 0 || money || sales)) {
+      return this.eventShare(events, eventMentions, !!(money || sales) && !count, specs, numbers);
+    }
+    if (this.percent && !this.groupBy && (users || agent || events.length > 0 || specs.length > 0)) {
       return this.share(users, specs, numbers);
+    }
 
     if (agg || money || (sales && !count)) {
       const fn = agg ? (roleOf(agg).slice(4) as 'sum' | 'avg' | 'min' | 'max' | 'median') : 'sum';
@@ -558,6 +592,37 @@ class Question {
     );
   }
 
+  /** "percentage of mobile sessions", "what share of revenue comes from the US". */
+  private eventShare(
+    events: string[],
+    eventMentions: Tagged[],
+    money: boolean,
+    specs: FilterSpec[],
+    numbers: NumberSpec[],
+  ): Query {
+    for (const m of eventMentions) m.used = true;
+    const on = events.length > 0 ? events : money ? this.moneyEvents() : [];
+    const filtered = this.finish({ kind: 'events' }, { events: on, filters: [] }, specs, numbers);
+    if (filtered.segment)
+      throw new NotUnderstood(
+        'A share of events from some users is not supported yet: ask for the events of those users, and of all users.',
+      );
+    if (filtered.events.filters.length === 0)
+      throw new NotUnderstood('A share of what? Say which part, e.g. "percentage of purchases from the US".');
+    const measure = money ? 'sum' : 'events';
+    const part = (filters: import('./ast.js').Filter[]): import('./ast.js').Part => ({
+      measure,
+      ...(money ? { key: '$revenue' } : {}),
+      events: on,
+      filters,
+    });
+    return {
+      ...filtered,
+      measure: { kind: 'ratio', numerator: part(filtered.events.filters), denominator: part([]), percent: true },
+      events: { events: [], filters: [] },
+    };
+  }
+
   /** "what percentage of users made a purchase", "share of premium users". */
   private share(users: Tagged | undefined, specs: FilterSpec[], numbers: NumberSpec[]): Query {
     if (users) users.used = true;
@@ -714,7 +779,7 @@ class Question {
     }
     const eventFilters = [...placed.event, ...money.map(({ op, values }) => ({ key: '$revenue', op, values }))];
     const userConditions: Condition[] = placed.user.map((filter) => ({ type: 'user', filter }));
-    const seg = [...(segment ? [segment] : []), ...userConditions];
+    const seg = [...(segment ? [segment] : []), ...(this.relSegment ? [this.relSegment] : []), ...userConditions];
     // dimension scope: event property when the measured events carry it, else user property
     let groupBy = this.groupBy;
     if (groupBy?.kind === 'event_property') {

@@ -2,7 +2,7 @@
 // answer (`interpretation`) and for audiences ("understood as: ..."). Written from the AST, so it
 // says what the SQL does, not what the question said.
 import type { Bounds, Condition, Dimension, EventSet, Filter, Measure, Part, Period, Query } from './ast.js';
-import { describePeriod, periodPhrase } from './periods.js';
+import { describePeriod, metricDefaultPeriod, periodPhrase } from './periods.js';
 
 export interface DescribeContext {
   today: string;
@@ -58,7 +58,10 @@ function events(set: EventSet, plural = true): string {
   return set.filters.length === 0 ? names : `${names} where ${set.filters.map(describeFilter).join(' and ')}`;
 }
 
-/** A condition in words: `did "purchase" at least 3 times in the last 30 days (...)`. */
+/**
+ * A condition in words, to follow "users": `who did "purchase" event at least 3 times in the last
+ * 30 days (...)`, `whose plan is "premium"`; `all users` stands alone.
+ */
 export function describeCondition(c: Condition, dc: DescribeContext, nested = false): string {
   const period = (p: Period | undefined) => (p ? ` ${periodPhrase(p, dc.today, dc.now).replace(/^over /, 'in ')}` : '');
   switch (c.type) {
@@ -70,21 +73,40 @@ export function describeCondition(c: Condition, dc: DescribeContext, nested = fa
       return nested ? `(${text})` : text;
     }
     case 'not':
-      if (c.of.type === 'did') return `did not do ${describeCondition(c.of, dc).slice('did '.length)}`;
-      return `not (${describeCondition(c.of, dc)})`;
+      if (c.of.type === 'did') return `who did not do ${describeCondition(c.of, dc).slice('who did '.length)}`;
+      if (c.of.type === 'user')
+        return `whose ${describeFilter({ ...c.of.filter, op: NEGATED[c.of.filter.op] ?? c.of.filter.op })}`;
+      return `not ${describeCondition(c.of, dc, true)}`;
     case 'did': {
-      let s = `did ${events(c, false)}`;
+      let s = `who did ${events(c, false)}`;
       if (c.times) s += ` ${bounds(c.times, 'times')}`;
       if (c.total) s += ` for a total ${keyName(c.total.key)} of ${bounds(c.total, '').trim()}`;
       return s + period(c.period);
     }
     case 'inactive':
-      return `no activity in ${describePeriod(c.period, dc.today, dc.now)}, first seen before it`;
+      return `with no activity in ${describePeriod(c.period, dc.today, dc.now)}, first seen before it`;
     case 'first_seen':
       return `first seen${period(c.period)}`;
     case 'user':
-      return describeFilter(c.filter);
+      return `whose ${describeFilter(c.filter)}`;
   }
+}
+
+const NEGATED: Partial<Record<Filter['op'], Filter['op']>> = {
+  eq: 'neq',
+  in: 'not_in',
+  neq: 'eq',
+  not_in: 'in',
+  exists: 'not_exists',
+  not_exists: 'exists',
+  contains: 'not_contains',
+  not_contains: 'contains',
+};
+
+/** "users who ...", or "all users". */
+export function describeUsers(c: Condition, dc: DescribeContext): string {
+  const text = describeCondition(c, dc);
+  return text.startsWith('all users') ? text : `users ${text}`;
 }
 
 function measure(m: Measure, q: Query, dc: DescribeContext): string {
@@ -132,9 +154,7 @@ function measure(m: Measure, q: Query, dc: DescribeContext): string {
 
 function part(p: Part, dc: DescribeContext): string {
   if (p.segment)
-    return p.segment.type === 'all'
-      ? 'the number of users'
-      : `the number of users who ${describeCondition(p.segment, dc)}`;
+    return p.segment.type === 'all' ? 'the number of users' : `the number of ${describeUsers(p.segment, dc)}`;
   if (p.measure === 'events') return `the number of ${events(p)}`;
   if (p.measure === 'users')
     return p.events.length ? `the number of distinct users with ${events(p)}` : 'the number of active users';
@@ -167,15 +187,13 @@ export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Per
     q.events.filters.length === 0;
   if (listed && !q.compare && (!q.groupBy || q.groupBy.kind === 'user_property')) {
     let s =
-      q.segment && q.segment.type !== 'all'
-        ? `The number of users who ${describeCondition(q.segment, dc)}`
-        : 'The number of users';
+      q.segment && q.segment.type !== 'all' ? `The number of ${describeUsers(q.segment, dc)}` : 'The number of users';
     if (q.groupBy) s += `, by ${dimension(q.groupBy)}${q.percent ? ' as a percentage of the total' : ''}`;
     return `${s}.`;
   }
   let s = measure(q.measure, q, dc);
   s = s.charAt(0).toUpperCase() + s.slice(1);
-  if (q.segment) s += `, for users where ${describeCondition(q.segment, dc)}`;
+  if (q.segment) s += `, for ${describeUsers(q.segment, dc)}`;
   if (q.having) s += `, for each user with ${bounds(q.having, 'such events')}`;
   if (q.groupBy) {
     s += `, by ${dimension(q.groupBy)}`;
@@ -184,7 +202,8 @@ export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Per
     else s += `, ${q.order === 'asc' ? 'lowest' : 'highest'} first`;
   }
   if (q.bucket) s += `, per ${q.bucket} with every ${q.bucket} listed`;
-  const period = q.period ?? defaultPeriod;
+  const period =
+    q.period ?? (q.measure.kind === 'metric' ? metricDefaultPeriod(q.measure.metric, !!q.bucket) : defaultPeriod);
   if (q.compare) s += `, compared between ${q.compare.map((p) => describePeriod(p, dc.today, dc.now)).join(' and ')}`;
   else if (period) s += `, ${periodPhrase(period, dc.today, dc.now)}`;
   else s += ', over all time';

@@ -11,7 +11,7 @@ import { type Lexicon, nameWords } from './lexicon.js';
 import { read } from './mentions.js';
 
 export type { Condition, Query, Segment } from './ast.js';
-export { describeCondition, describeQuery } from './describe.js';
+export { describeCondition, describeQuery, describeUsers } from './describe.js';
 export { Lexicon, type LexiconData } from './lexicon.js';
 export { describePeriod } from './periods.js';
 export { NotUnderstood };

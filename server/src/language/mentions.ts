@@ -110,6 +110,9 @@ const BUILTIN: [string, string][] = [
   ['time spent', '!unsupported'],
   // counting
   ['how many', '!count'],
+  ['how many times', '!count_events'],
+  ['how often', '!count_events'],
+  ['number of times', '!count_events'],
   ['how much', '!how_much'],
   ['number of', '!count'],
   ['no . of', '!count'],

@@ -103,6 +103,17 @@ export function periodPhrase(p: Period, today: string, now: Date): string {
   return `over ${text}`;
 }
 
+/** The period of a metric when the question names none (DESIGN §6 defaults, read for one figure). */
+export function metricDefaultPeriod(metric: string, bucketed: boolean): Period {
+  if (bucketed || metric === 'conversion' || metric === 'arpu') {
+    return { from: { unit: 'day', offset: -29 }, to: { unit: 'day', offset: 1 }, label: 'the last 30 days' };
+  }
+  if (metric === 'retention' || metric === 'churn') {
+    return { from: { unit: 'week', offset: -1 }, to: { unit: 'week', offset: 0 }, label: 'last week', unit: 'week' };
+  }
+  return { from: { unit: 'day', offset: 0 }, to: { unit: 'day', offset: 1 }, label: 'today', unit: 'day' };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Recognition
 

@@ -57,7 +57,8 @@ const PATTERN = new RegExp(
     /(?<number>\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th|k)?)(?![\p{L}\p{N}])/u.source,
     /(?<numword>\d+[dwyh])(?![\p{L}\p{N}])/u.source,
     /(?<word>[\p{L}\p{N}][\p{L}\p{N}'’]*)/u.source,
-    /(?<symbol>>=|<=|!=|<>|==|[<>=(),;:?!.\-/#+&*])/u.source,
+    /(?<symbol>>=|<=|!=|<>|==|[<>=(),;:?!.\-/#+&*%@$€£])/u.source,
+    /(?<other>\S)/u.source,
   ].join('|'),
   'gu',
 );
@@ -112,6 +113,9 @@ export function tokenize(source: string): Token[] {
       push({ kind: 'word', raw: unit, text: unit, start: start + n.length, end });
     } else if (g.word !== undefined) {
       words(g.word, start, joined, push);
+    } else if (g.other !== undefined) {
+      // anything else is kept, so that it is named if it cannot be placed
+      push({ kind: 'symbol', raw: g.other, text: g.other, start, end });
     } else if (g.symbol !== undefined) {
       // `_` and `-` between two words join them; `/` too ("iOS/Android" stays two words).
       if (

@@ -13,9 +13,9 @@ export const FILLERS = new Set(
     'list display find know want need like wonder wondering let hey hi hello ok okay thanks thank um uh quick ' +
     'question some any all every each overall altogether currently data info information stats statistics report make ' +
     'made making happen happened occur occurred take took place placed record recorded track tracked ' +
-    'generate generated come came bring brings brought as out up app apps site website thing things stuff something ' +
+    'generate generated come comes coming came bring brings brought as out up app apps site website thing things stuff something ' +
     'anything everything one ones yet already then ever approximately roughly whole entire well say ask compute ' +
-    'calculate result results figure figures altogether'
+    'calculate result results figure figures altogether among amongst'
   ).split(/\s+/),
 );
 
@@ -122,6 +122,7 @@ export const MONEY_WORDS = new Set([
   'spend',
   'spending',
   'spent',
+  'spends',
   'earn',
   'earned',
   'sales',

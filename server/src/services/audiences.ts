@@ -5,7 +5,7 @@
 import { runOverRelations, runSandboxedQuery } from '../analytics/sandbox.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
-import { describeCondition, type Segment } from '../language/index.js';
+import { describeUsers, type Segment } from '../language/index.js';
 import { LlmError } from '../llm/index.js';
 import {
   type AudienceRow,
@@ -177,7 +177,7 @@ export async function createAudience(
     userCount,
     queryMethod: read.method,
     confidence,
-    understood: definition ? describeCondition(definition.where, lc.clock) : null,
+    understood: definition ? describeUsers(definition.where, lc.clock) : null,
   };
 }
 

@@ -4,7 +4,7 @@
 // "the next period" (retention) and "the previous period" (churn) are whole calendar periods, or,
 // for a period that is not one, the same number of days right after or before it.
 import type { MetricName, Period, Query } from '../language/ast.js';
-import { addMonths, shiftUnit } from '../language/periods.js';
+import { addMonths, metricDefaultPeriod, shiftUnit } from '../language/periods.js';
 import { type BucketRange, bucketsOf } from './language-sql.js';
 import type { Sql } from './language-sql-parts.js';
 
@@ -17,19 +17,8 @@ interface MetricBucket extends BucketRange {
 const naive = (s: string) => new Date(`${s.replace(' ', 'T')}Z`).getTime();
 const fromMs = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
 
-/** The period a metric covers when the question names none. */
-function defaultPeriod(metric: MetricName, bucketed: boolean): Period {
-  if (bucketed || metric === 'conversion' || metric === 'arpu') {
-    return { from: { unit: 'day', offset: -29 }, to: { unit: 'day', offset: 1 }, label: 'the last 30 days' };
-  }
-  if (metric === 'retention' || metric === 'churn') {
-    return { from: { unit: 'week', offset: -1 }, to: { unit: 'week', offset: 0 }, label: 'last week', unit: 'week' };
-  }
-  return { from: { unit: 'day', offset: 0 }, to: { unit: 'day', offset: 1 }, label: 'today', unit: 'day' };
-}
-
 export function metricPeriod(q: Query, metric: MetricName): Period {
-  return q.period ?? defaultPeriod(metric, !!q.bucket);
+  return q.period ?? metricDefaultPeriod(metric, !!q.bucket);
 }
 
 function metricBuckets(sql: Sql, q: Query, metric: MetricName): MetricBucket[] {
