@@ -21,6 +21,7 @@ import {
 import { parseCriteria, refuseErrors } from './criteria.js';
 import type { Lexicon } from './lexicon.js';
 import type { Reading, Tagged } from './mentions.js';
+import { mergeAdjacent } from './periods.js';
 import { place, relevantEvents, scopeOf } from './place.js';
 import { SKIPPABLE } from './words.js';
 
@@ -832,23 +833,4 @@ function between(ms: Tagged[], m: Tagged, around: Tagged[]): boolean {
   const i = ms.indexOf(m);
   const idx = around.map((x) => ms.indexOf(x));
   return idx.some((a) => a < i) && idx.some((b) => b > i);
-}
-
-/** Two or more adjacent periods as one ("yesterday or today"), else null. */
-function mergeAdjacent(periods: Period[]): Period | null {
-  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-  const sorted = [...periods];
-  for (let i = 0; i < sorted.length; i++) {
-    for (let j = 0; j < sorted.length; j++) {
-      if (i === j) continue;
-      const a = sorted[i]!;
-      const b = sorted[j]!;
-      if (a.to && b.from && same(a.to, b.from) && a.from && b.to) {
-        const merged: Period = { from: a.from, to: b.to, label: `${a.label} and ${b.label}` };
-        const rest = sorted.filter((_, k) => k !== i && k !== j);
-        return rest.length === 0 ? merged : mergeAdjacent([merged, ...rest]);
-      }
-    }
-  }
-  return null;
 }

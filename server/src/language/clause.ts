@@ -5,7 +5,8 @@
 import type { Bounds, Condition, Filter, Op, Period, Scalar } from './ast.js';
 import type { Lexicon, Target } from './lexicon.js';
 import type { Tagged } from './mentions.js';
-import { FILLERS } from './words.js';
+import { mergeAdjacent, NUMBER_WORDS } from './periods.js';
+import { FILLERS, SKIPPABLE } from './words.js';
 
 /** The text could not be read; `unknown` names the words that could not be placed. */
 export class NotUnderstood extends Error {
@@ -62,6 +63,26 @@ function cmpAt(m: Tagged | undefined): Op | null {
 }
 
 const TIMES_WORDS: Record<string, number> = { once: 1, twice: 2, thrice: 3 };
+/** Number words read as numbers when they count something ("exactly one purchase"). */
+const WORD_NUMBERS = new Set([
+  'one',
+  'two',
+  'three',
+  'four',
+  'five',
+  'six',
+  'seven',
+  'eight',
+  'nine',
+  'ten',
+  'eleven',
+  'twelve',
+  'fifteen',
+  'twenty',
+  'thirty',
+  'fifty',
+  'hundred',
+]);
 
 export interface NumberSpec {
   bounds: Bounds;
@@ -83,7 +104,21 @@ export interface NumberSpec {
 /** Finds the numbers of a run of mentions with what they measure, and marks them used. */
 export function takeNumbers(ms: Tagged[]): NumberSpec[] {
   const out: NumberSpec[] = [];
-  const num = (m: Tagged | undefined) => (m && !m.used && m.kind === 'number' ? m : null);
+  const num = (m: Tagged | undefined) => {
+    if (!m || m.used) return null;
+    if (m.kind === 'number') return m;
+    // "exactly one purchase", "at least three times"
+    if (m.kind === 'word' && WORD_NUMBERS.has(m.word))
+      return {
+        ...m,
+        kind: 'number' as const,
+        value: NUMBER_WORDS[m.word]!,
+        money: false,
+        percent: false,
+        ordinal: false,
+      };
+    return null;
+  };
   for (let i = 0; i < ms.length; i++) {
     const m = ms[i]!;
     if (m.used) continue;
@@ -162,6 +197,15 @@ export function takeNumbers(ms: Tagged[]): NumberSpec[] {
     } else if (!money && isRole(after, 'event_word')) {
       spec.unit = 'times';
       spec.anyEvent = true;
+      last++;
+    } else if (
+      !money &&
+      targetsOf(after, 'key').length === 1 &&
+      !after!.used &&
+      SKIPPABLE.has(after!.raw.toLowerCase())
+    ) {
+      // "at least 3 items": a number of times
+      spec.unit = 'times';
       last++;
     } else if (targetsOf(after, 'key').length === 1 && !after!.used) {
       spec.key = (targetsOf(after, 'key')[0] as { key: string }).key;
@@ -398,6 +442,8 @@ export interface ClauseContext {
   lexicon: Lexicon;
   /** Events of the previous clause, for ellipsis ("bought books but not electronics"). */
   previousEvents?: string[];
+  /** The previous clause's condition, for a clause that only changes the period ("... but not this week"). */
+  previous?: Condition;
 }
 
 /** Numbers of times without a lower bound start at 1: "at most 2 times" is once or twice. */
@@ -407,8 +453,14 @@ export function timesBounds(b: Bounds): Bounds {
 
 export const periodOf = (ms: Tagged[]): { period?: Period; raw?: string } => {
   const ps = ms.filter((m) => m.kind === 'period' && !m.used);
-  if (ps.length > 1)
-    throw new NotUnderstood(`Two periods in one condition: "${ps.map((p) => p.raw).join('" and "')}".`);
+  if (ps.length > 1) {
+    const merged = mergeAdjacent(ps.map((p) => (p.kind === 'period' ? p.period : null)!));
+    if (!merged) throw new NotUnderstood(`Two periods in one condition: "${ps.map((p) => p.raw).join('" and "')}".`);
+    for (const p of ps) p.used = true;
+    for (const m of ms)
+      if (!m.used && isRole(m, 'or', 'and') && m.start > ps[0]!.start && m.end < ps[ps.length - 1]!.end) m.used = true;
+    return { period: merged, raw: ps.map((p) => p.raw).join(' and ') };
+  }
   const p = ps[0];
   if (p?.kind !== 'period') return {};
   p.used = true;

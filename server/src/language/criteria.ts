@@ -60,6 +60,7 @@ class Structure {
   pos = 0;
   private depth = 0;
   private previousEvents: string[] | undefined;
+  private previous: Condition | undefined;
 
   constructor(
     private readonly ms: Tagged[],
@@ -168,9 +169,14 @@ class Structure {
       for (const m of run) m.used = true;
       return this.clause();
     }
-    const c = clauseCondition(run, { lexicon: this.lexicon, previousEvents: this.previousEvents });
+    const c = clauseCondition(run, {
+      lexicon: this.lexicon,
+      previousEvents: this.previousEvents,
+      previous: this.previous,
+    });
     const did = findDid(c);
     if (did) this.previousEvents = did;
+    this.previous = c.type === 'not' ? c.of : c;
     return c;
   }
 }
@@ -193,6 +199,7 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
   let all = false;
   let firstSeen = false;
   let inactive = false;
+  let lastSeen = false;
   let active = false;
   let money = false;
   let inTotal = false;
@@ -209,6 +216,7 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
     } else if (r === 'all') all = true;
     else if (r === 'first_seen' || r === 'new_users' || r === 'new') firstSeen = true;
     else if (r === 'inactive') inactive = true;
+    else if (r === 'last_seen') lastSeen = true;
     else if (r === 'active') active = true;
     else if (r === 'money' || r === 'how_much') money = true;
     else if (r === 'in_total' || r === 'all_time') inTotal = r === 'in_total' || inTotal;
@@ -247,6 +255,12 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
     const c: Condition = { type: 'first_seen', period };
     return and([negated ? not(c) : c, ...userFilters(specs, lexicon)]);
   }
+  if (lastSeen) {
+    // "last seen more than 2 weeks ago": no activity since then, first seen before
+    if (!period?.to || period.from) throw new NotUnderstood('Last seen when? E.g. "last seen more than 14 days ago".');
+    const c: Condition = { type: 'inactive', period: { from: period.to, label: `since ${period.label}` } };
+    return and([negated ? not(c) : c, ...userFilters(specs, lexicon)]);
+  }
   if (inactive || (active && negated && periodRaw && /^for\b/i.test(periodRaw))) {
     if (!period) throw new NotUnderstood('Inactive for how long? E.g. "inactive for 14 days".');
     const c: Condition = { type: 'inactive', period: inactive && negated ? period : period };
@@ -282,6 +296,16 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
         'A number is not tied to anything: say what it counts ("more than 3 purchases", "over $100").',
       );
     }
+  }
+  if (
+    specs.length === 0 &&
+    period &&
+    cx.previous &&
+    (cx.previous.type === 'did' || cx.previous.type === 'first_seen')
+  ) {
+    // "active last week but not this week": the previous clause, over another period
+    const c: Condition = { ...cx.previous, period };
+    return negated ? not(c) : c;
   }
   if (specs.length === 0) {
     if (period) throw new NotUnderstood(`"${periodRaw}" is a period, but what should users have done then?`, []);

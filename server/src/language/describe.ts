@@ -38,14 +38,18 @@ export function describeFilter(f: Filter): string {
 }
 
 function bounds(b: Bounds, unit: string): string {
-  if (b.gte !== undefined && b.lte !== undefined)
-    return b.gte === b.lte ? `exactly ${b.gte} ${unit}` : `between ${b.gte} and ${b.lte} ${unit}`;
+  if (b.gte !== undefined && b.lte !== undefined) {
+    return (b.gte === b.lte ? `exactly ${b.gte} ${unit}` : `between ${b.gte} and ${b.lte} ${unit}`).replace(
+      /\b1 times$/,
+      '1 time',
+    );
+  }
   const parts: string[] = [];
   if (b.gt !== undefined) parts.push(`more than ${b.gt}`);
   if (b.gte !== undefined) parts.push(`at least ${b.gte}`);
   if (b.lt !== undefined) parts.push(`fewer than ${b.lt}`);
   if (b.lte !== undefined) parts.push(`at most ${b.lte}`);
-  return `${parts.join(' and ')} ${unit}`;
+  return `${parts.join(' and ')} ${unit}`.replace(/\b1 times$/, '1 time');
 }
 
 function events(set: EventSet, plural = true): string {
@@ -84,6 +88,10 @@ export function describeCondition(c: Condition, dc: DescribeContext, nested = fa
       return s + period(c.period);
     }
     case 'inactive':
+      if (!c.period.to) {
+        const since = describePeriod({ ...c.period, label: '' }, dc.today, dc.now).replace(/^ \(from (.*)\)$/, '$1');
+        return `with no activity since ${since}, first seen before then`;
+      }
       return `with no activity in ${describePeriod(c.period, dc.today, dc.now)}, first seen before it`;
     case 'first_seen':
       return `first seen${period(c.period)}`;

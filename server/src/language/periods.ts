@@ -114,6 +114,24 @@ export function metricDefaultPeriod(metric: string, bucketed: boolean): Period {
   return { from: { unit: 'day', offset: 0 }, to: { unit: 'day', offset: 1 }, label: 'today', unit: 'day' };
 }
 
+/** Two or more adjacent periods as one ("yesterday or today", "Monday and Tuesday"), else null. */
+export function mergeAdjacent(periods: Period[]): Period | null {
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  for (let i = 0; i < periods.length; i++) {
+    for (let j = 0; j < periods.length; j++) {
+      if (i === j) continue;
+      const a = periods[i]!;
+      const b = periods[j]!;
+      if (a.to && b.from && same(a.to, b.from) && a.from && b.to) {
+        const merged: Period = { from: a.from, to: b.to, label: `${a.label} and ${b.label}` };
+        const rest = periods.filter((_, k) => k !== i && k !== j);
+        return rest.length === 0 ? merged : mergeAdjacent([merged, ...rest]);
+      }
+    }
+  }
+  return null;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Recognition
 
@@ -377,6 +395,29 @@ function matchAt(
         }
         return rolling(tokens, i, i + k, 1, undefined);
       }
+    }
+  }
+  // more than / less than N units ago
+  {
+    const lead =
+      w(0) === 'more' && w(1) === 'than' ? 2 : w(0) === 'over' ? 1 : w(0) === 'less' && w(1) === 'than' ? 2 : 0;
+    const c = lead ? count(tokens, i + lead) : null;
+    if (c && isUnit(word(tokens, c.next)) && word(tokens, c.next + 1) === 'ago') {
+      const u = UNIT_WORDS[word(tokens, c.next)]!;
+      const len = c.next + 2 - i;
+      const older = w(0) !== 'less';
+      const label = `${older ? 'more' : 'less'} than ${c.n} ${word(tokens, c.next)} ago`;
+      let anchor: Anchor;
+      if (u === 'hour') anchor = { hours: c.n };
+      else if (u === 'day' || u === 'week' || u === 'fortnight')
+        anchor = { unit: 'day', offset: -(c.n * (u === 'day' ? 1 : u === 'week' ? 7 : 14)) + (older ? 0 : 1) };
+      else
+        anchor = {
+          unit: 'day',
+          offset: older ? 0 : 1,
+          months: -(c.n * (u === 'month' ? 1 : u === 'quarter' ? 3 : 12)),
+        };
+      return hit(len, older ? { to: anchor, label } : { from: anchor, to: day(1), label });
     }
   }
   // N units ago: that calendar day / week / month

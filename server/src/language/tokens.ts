@@ -57,7 +57,7 @@ const PATTERN = new RegExp(
     /(?<number>\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th|k)?)(?![\p{L}\p{N}])/u.source,
     /(?<numword>\d+[dwyh])(?![\p{L}\p{N}])/u.source,
     /(?<word>[\p{L}\p{N}][\p{L}\p{N}'’]*)/u.source,
-    /(?<symbol>>=|<=|!=|<>|==|[<>=(),;:?!.\-/#+&*%@$€£])/u.source,
+    /(?<symbol>>=|<=|!=|<>|==|[<>=(),;:?!.\-/#+&*%@$€£_])/u.source,
     /(?<other>\S)/u.source,
   ].join('|'),
   'gu',
@@ -119,7 +119,7 @@ export function tokenize(source: string): Token[] {
     } else if (g.symbol !== undefined) {
       // `_` and `-` between two words join them; `/` too ("iOS/Android" stays two words).
       if (
-        (g.symbol === '-' || g.symbol === '/') &&
+        (g.symbol === '-' || g.symbol === '/' || g.symbol === '_') &&
         /[\p{L}\p{N}]/u.test(prev ?? '') &&
         /[\p{L}\p{N}]/u.test(source[end] ?? '')
       ) {

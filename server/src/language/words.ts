@@ -15,7 +15,7 @@ export const FILLERS = new Set(
     'made making happen happened occur occurred take took place placed record recorded track tracked ' +
     'generate generated come comes coming came bring brings brought as out up app apps site website thing things stuff something ' +
     'anything everything one ones yet already then ever approximately roughly whole entire well say ask compute ' +
-    'calculate result results figure figures altogether among amongst'
+    'calculate result results figure figures altogether among amongst use uses using used'
   ).split(/\s+/),
 );
 
