@@ -250,6 +250,19 @@ describe('answers', () => {
     const nul = await ask('purchases where country is "F\u0000R"');
     expect(nul.response.status).toBe(400);
   });
+
+  it('refuse very long or odd texts with a 400 that quotes them briefly', async () => {
+    const long = await ask('purchases '.repeat(500));
+    expect(long.response.status).toBe(400);
+    expect(long.error).toMatchObject({ code: 'QUERY_NOT_UNDERSTOOD' });
+    const value = await ask(`purchases where country is "${'A'.repeat(3000)}"`);
+    expect(value.response.status).toBe(400);
+    expect(value.error!.message.length).toBeLessThan(600);
+    for (const q of ['💥💥💥', '(((((((', '$$$ %%%', 'revenue > 1e308']) {
+      const r = await ask(q);
+      expect(r.response.status, q).toBe(400);
+    }
+  });
 });
 
 describe('refusals', () => {

@@ -22,7 +22,7 @@ import { parseCriteria, refuseErrors } from './criteria.js';
 import type { Lexicon } from './lexicon.js';
 import type { Reading, Tagged } from './mentions.js';
 import { mergeAdjacent } from './periods.js';
-import { place, relevantEvents, scopeOf } from './place.js';
+import { clip, place, relevantEvents, scopeOf } from './place.js';
 import { SKIPPABLE } from './words.js';
 
 /** Roles that carry no meaning once the structure is read. */
@@ -102,7 +102,25 @@ class Question {
     const numbers = takeNumbers(this.ms);
     const specs = takeFilters(this.ms);
     this.filterMentions = before.filter((m) => m.used);
-    const query = this.measure(numbers, specs);
+    let query: Query;
+    try {
+      query = this.measure(numbers, specs);
+    } catch (err) {
+      // name the words that were not understood, when there are some
+      const unknown = this.unused().filter(
+        (m) => (m.kind === 'word' && !isFiller(m)) || (m.kind === 'symbol' && !isFiller(m)),
+      );
+      if (err instanceof NotUnderstood && err.unknown.length === 0 && unknown.length > 0) {
+        throw new NotUnderstood(
+          `I do not know what to do with "${unknown
+            .slice(0, 8)
+            .map((m) => clip(m.raw))
+            .join('", "')}" in this question.`,
+          unknown.map((m) => m.raw),
+        );
+      }
+      throw err;
+    }
     const left = this.unused().filter(
       (m) =>
         !isFiller(m) &&
@@ -111,7 +129,10 @@ class Question {
     );
     if (left.length > 0) {
       throw new NotUnderstood(
-        `I do not know what to do with "${left.map((m) => m.raw).join('", "')}" in this question.`,
+        `I do not know what to do with "${left
+          .slice(0, 8)
+          .map((m) => clip(m.raw))
+          .join('", "')}" in this question.`,
         left.map((m) => m.raw),
       );
     }

@@ -22,7 +22,7 @@ import {
 } from './clause.js';
 import type { Lexicon } from './lexicon.js';
 import type { Reading, Tagged } from './mentions.js';
-import { place, relevantEvents, scopeOf } from './place.js';
+import { clip, place, relevantEvents, scopeOf } from './place.js';
 
 const SUBJECT_ROLES = new Set(['users', 'visitors', 'rel', 'which', 'have', 'is', 'active_users']);
 const BOUNDARY_ROLES = new Set(['rel', 'which', 'whose', 'where', 'with', 'and', 'but', 'or']);
@@ -240,7 +240,9 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
     }
     m.used = true;
   }
-  if (unknown.length > 0) throw new NotUnderstood(`I do not know what "${unknown.join(' ')}" means here.`, unknown);
+  if (unknown.length > 0) {
+    throw new NotUnderstood(`I do not know what "${clip(unknown.slice(0, 8).join(' '))}" means here.`, unknown);
+  }
   for (const n of numbers) if (n.events) events.push(...n.events);
   const uniqueEvents = [...new Set(events)];
 

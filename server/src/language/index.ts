@@ -59,7 +59,8 @@ export function suggest(
 ): Suggestions {
   const eventNames = new Set(lexicon.events.map((e) => e.name));
   const keys = new Set(lexicon.keys());
-  const near = error.unknown.flatMap((w) => lexicon.closest(w, 4));
+  const unknown = error.unknown.slice(0, 5);
+  const near = unknown.flatMap((w) => lexicon.closest(w, 4));
   const events = [...new Set(near.filter((n) => eventNames.has(n)))];
   const properties = [...new Set(near.filter((n) => keys.has(n)))];
   for (const e of lexicon.events) if (events.length < 3 && !events.includes(e.name)) events.push(e.name);
@@ -75,7 +76,7 @@ export function suggest(
     }
   };
   const rephrasings: string[] = [];
-  for (const word of error.unknown) {
+  for (const word of unknown) {
     if (!word || !text.includes(word)) continue;
     for (const n of lexicon.closest(word, 3)) {
       const candidate = text.replace(word, nameWords(n).join(' '));

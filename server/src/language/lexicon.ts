@@ -198,6 +198,7 @@ export class Lexicon {
 
   /** Names close to a word, for refusals: events, property keys and values. */
   closest(word: string, max = 3): string[] {
+    if (word.length > 40) return [];
     const names = new Set<string>([...this.events.map((e) => e.name), ...this.keys()]);
     for (const p of this.allProperties()) for (const v of p.values.slice(0, 20)) names.add(v.value);
     const scored = [...names]

@@ -3,6 +3,7 @@
 // app's lexicon (events, property keys and values), the engine's own words (measures, metrics,
 // comparisons, grouping, negation...), numbers, quoted names and leftover words.
 import type { Period } from './ast.js';
+import { NotUnderstood } from './clause.js';
 import { forms, type Lexicon, type Target } from './lexicon.js';
 import { findPeriods } from './periods.js';
 import { type Token, tokenize } from './tokens.js';
@@ -488,6 +489,9 @@ for (const [phrase, role] of BUILTIN) {
 /** Words the engine itself knows (besides fillers), as candidates for typo correction. */
 export const BUILTIN_WORDS = [...new Set(BUILTIN.flatMap(([p]) => p.split(' ')).filter((w) => /^[a-z]{4,}$/.test(w)))];
 
+/** Longer texts are refused: a question or criteria is a sentence or two. */
+const MAX_TOKENS = 120;
+
 export interface Reading {
   tokens: Token[];
   mentions: Tagged[];
@@ -501,10 +505,18 @@ const tokenText = (t: Token | undefined) => (t && (t.kind === 'word' || t.kind =
 /** Reads a text into mentions. */
 export function read(source: string, lexicon: Lexicon, today: string, now: Date): Reading {
   const tokens = tokenize(source);
+  if (tokens.length > MAX_TOKENS) {
+    throw new NotUnderstood(
+      `That is ${tokens.length} words long: ask one thing at a time, in at most ${MAX_TOKENS} words.`,
+    );
+  }
   const corrections: [string, string][] = [];
+  let attempts = 0;
   for (const t of tokens) {
+    if (attempts >= 10) break;
     if (t.kind !== 'word' || FILLERS.has(t.text) || builtinIndex.has(t.text) || lexicon.knows(t.text)) continue;
     if (/^\d/.test(t.text)) continue;
+    attempts++;
     const fixed = lexicon.correct(t.text, BUILTIN_WORDS);
     if (fixed && fixed !== t.text) {
       corrections.push([t.raw, fixed]);

@@ -2,7 +2,7 @@
 // their users (a user property, joined); refuses a property that no event or user has, a value
 // never seen, or a numeric comparison on text. This is what keeps "revenue where plan is premium"
 // (plan is a user property) and "purchases where browser is chrome" (no such property) honest.
-import type { Filter, Scalar } from './ast.js';
+import type { Filter } from './ast.js';
 import { type FilterSpec, NotUnderstood } from './clause.js';
 import type { Lexicon, PropertyStats } from './lexicon.js';
 
@@ -103,11 +103,12 @@ function check(spec: FilterSpec, stats: PropertyStats, scope: 'event' | 'user') 
     if (!seen && stats.complete) {
       const known = stats.values.slice(0, 8).map((x) => x.value);
       throw new NotUnderstood(
-        `No ${scope === 'user' ? 'user' : 'event'} has ${stats.key} "${v}"${known.length ? `; seen values: ${known.join(', ')}` : ''}.`,
-        [String(v)],
+        `No ${scope === 'user' ? 'user' : 'event'} has ${stats.key} "${clip(String(v))}"${known.length ? `; seen values: ${known.join(', ')}` : ''}.`,
+        [clip(String(v))],
       );
     }
   }
 }
 
-export const asScalar = (v: Scalar) => v;
+/** User text quoted back, kept short. */
+export const clip = (s: string, n = 60) => (s.length > n ? `${s.slice(0, n)}…` : s);

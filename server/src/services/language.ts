@@ -120,7 +120,10 @@ export function refusal(
 ): QueryNotUnderstoodError {
   const suggestions = suggest(text, err, lc.lexicon, lc.clock, kind);
   const what = kind === 'question' ? 'that question' : `the criteria "${text.slice(0, 200)}"`;
-  const unknown = err.unknown.filter(Boolean);
+  const unknown = err.unknown
+    .filter(Boolean)
+    .slice(0, 20)
+    .map((w) => (w.length > 60 ? `${w.slice(0, 60)}…` : w));
   const hint =
     suggestions.rephrasings.length > 0
       ? ` Try: "${suggestions.rephrasings[0]}".`
