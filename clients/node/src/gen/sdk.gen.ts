@@ -614,8 +614,8 @@ export class TallySdk extends HeyApiClient {
      * Create an audience
      *
      * Creates an audience from natural-language criteria and counts its users. The criteria are
-     * compiled to SQL (built-in rules engine first, then the language model) and run read-only in
-     * the sandbox. 400 `QUERY_NOT_UNDERSTOOD` when they cannot be interpreted; 404 for an unknown
+     * read by the built-in engine first, then by the language model (which fills the same
+     * condition, or as a last resort writes SQL), and run read-only in the sandbox. 400 `QUERY_NOT_UNDERSTOOD` when they cannot be interpreted; 404 for an unknown
      * app.
      */
     public audiencesCreate<ThrowOnError extends boolean = false>(options: Options<AudiencesCreateData, ThrowOnError>) {
