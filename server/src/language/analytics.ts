@@ -69,6 +69,9 @@ class Question {
   private groupBy?: Dimension;
   private order?: Order;
   private percent = false;
+  private average = false;
+  /** "by week": a series was asked for, not a rate per week. */
+  private seriesAsked = false;
   /** Mentions read as numbers and filters (given back when the rest is read as criteria). */
   private filterMentions: Tagged[] = [];
 
@@ -335,6 +338,7 @@ class Question {
           continue;
         m.used = true;
         for (let x = k; x <= d.end; x++) this.ms[x]!.used = true;
+        if ('bucket' in d.dim && (r === 'by' || r === 'group' || r === 'breakdown')) this.seriesAsked = true;
         this.setDimension(d.dim);
         continue;
       }
@@ -427,7 +431,21 @@ class Question {
     const to = this.ms.find((m) => !m.used && isRole(m, 'to'));
     if (this.percent && to && events.length === 2) return this.funnel(eventMentions, specs, numbers);
 
-    const agg = this.ms.find((m) => !m.used && roleOf(m).startsWith('agg:'));
+    let agg = this.ms.find((m) => !m.used && roleOf(m).startsWith('agg:'));
+    if (
+      agg &&
+      roleOf(agg) === 'agg:avg' &&
+      this.bucket &&
+      this.bucket !== 'auto' &&
+      !this.seriesAsked &&
+      !this.groupBy &&
+      !this.compare
+    ) {
+      // "average daily revenue", "sessions per day on average": the mean of the series
+      agg.used = true;
+      this.average = true;
+      agg = undefined;
+    }
     const money = this.take('money', 'how_much');
     while (money && this.take('money', 'how_much')) {
       // "how much revenue", "how much did they spend": one measure
@@ -704,6 +722,9 @@ class Question {
       return { ...q, having: timesBounds(threshold.bounds) };
     }
     const simple = !this.groupBy && !this.bucket && !this.compare;
+    // "users who purchased yesterday", "which users bought electronics": a list
+    const at = users ? this.ms.indexOf(users) : -1;
+    const relative = at >= 0 && (isRole(this.ms[this.next(at)], 'rel') || isRole(this.ms[at - 1], 'which'));
     if (simple) {
       // a number of users: those matching the rest of the question, read as criteria
       if (users) users.used = true;
@@ -720,6 +741,7 @@ class Question {
         condition = this.period ? { type: 'did', events: [], filters: [], period: this.period } : { type: 'all' };
         this.period = undefined;
       } else condition = this.conditionFrom(rest, specs, numbers);
+      if (!count && relative) return this.userList(condition);
       return this.finish({ kind: 'users' }, { events: [], filters: [] }, [], [], undefined, condition);
     }
     // distinct users per group or bucket
@@ -729,6 +751,33 @@ class Question {
     const evs = [...new Set(eventMentions.flatMap((m) => eventsOf(m)!))];
     this.useConnectors(eventMentions);
     return this.finish({ kind: 'users' }, { events: evs, filters: [] }, specs, numbers);
+  }
+
+  /** "users who purchased yesterday": the users, each with the number of those events. */
+  private userList(condition: Condition): Query {
+    const parts = condition.type === 'and' ? condition.of : [condition];
+    const dids = parts.filter(
+      (p): p is Extract<Condition, { type: 'did' }> => p.type === 'did' && !p.times && !p.total,
+    );
+    if (dids.length !== 1) {
+      throw new NotUnderstood(
+        'Ask "how many users ..." for a number, or create an audience with these criteria to list its users.',
+      );
+    }
+    const did = dids[0]!;
+    const rest = parts.filter((p) => p !== did);
+    this.period = did.period;
+    this.groupBy = { kind: 'user' };
+    this.order = { order: 'desc' };
+    const q = this.finish(
+      { kind: 'events' },
+      { events: did.events, filters: [] },
+      [],
+      [],
+      undefined,
+      rest.length ? and(rest) : undefined,
+    );
+    return { ...q, events: { events: did.events, filters: did.filters } };
   }
 
   // ---- assembling ---------------------------------------------------------------------------
@@ -839,6 +888,7 @@ class Question {
       ...(seg.length > 0 ? { segment: and(seg) } : {}),
       ...(this.period ? { period: this.period } : {}),
       ...(bucket ? { bucket } : {}),
+      ...(bucket && this.average ? { average: true } : {}),
       ...(groupBy ? { groupBy } : {}),
       ...(this.percent && groupBy ? { percent: true } : {}),
       ...(order ? { order: order.order, ...(order.limit ? { limit: order.limit } : {}) } : {}),

@@ -139,6 +139,8 @@ export interface Query {
   period?: Period;
   /** A series: one row per bucket of the period, empty buckets included. */
   bucket?: Bucket;
+  /** With `bucket`: one figure, the average of the series' values ("average daily revenue"). */
+  average?: boolean;
   /** A breakdown: one row per value. */
   groupBy?: Dimension;
   /** Breakdown values as percent of their total. */

@@ -24,7 +24,7 @@ import type { Lexicon } from './lexicon.js';
 import type { Reading, Tagged } from './mentions.js';
 import { clip, place, relevantEvents, scopeOf } from './place.js';
 
-const SUBJECT_ROLES = new Set(['users', 'visitors', 'rel', 'which', 'have', 'is', 'active_users']);
+const SUBJECT_ROLES = new Set(['users', 'visitors', 'rel', 'which', 'have', 'is', 'unique']);
 const BOUNDARY_ROLES = new Set(['rel', 'which', 'whose', 'where', 'with', 'and', 'but', 'or']);
 
 /** Reads criteria into a condition; throws NotUnderstood. */

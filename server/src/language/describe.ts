@@ -209,7 +209,8 @@ export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Per
     if (q.limit) s += `, ${q.order === 'asc' ? 'lowest' : 'highest'} ${q.limit === 1 ? 'one' : q.limit} first`;
     else s += `, ${q.order === 'asc' ? 'lowest' : 'highest'} first`;
   }
-  if (q.bucket) s += `, per ${q.bucket} with every ${q.bucket} listed`;
+  if (q.bucket && q.average) s += `, averaged over every ${q.bucket} (empty ${q.bucket}s count as 0)`;
+  else if (q.bucket) s += `, per ${q.bucket} with every ${q.bucket} listed`;
   const period =
     q.period ?? (q.measure.kind === 'metric' ? metricDefaultPeriod(q.measure.metric, !!q.bucket) : defaultPeriod);
   if (q.compare) s += `, compared between ${q.compare.map((p) => describePeriod(p, dc.today, dc.now)).join(' and ')}`;

@@ -80,7 +80,7 @@ export function forms(word: string): string[] {
     out.add(lemmatizer.noun(word));
     out.add(lemmatizer.verb(word));
     out.add(lemmatizer.adjective(word));
-    if (word.endsWith('s') && !word.endsWith('ss') && word.length > 3)
+    if (word.endsWith('s') && !word.endsWith('ss') && word.length > 2)
       out.add(word.replace(/(?<=[^aeiou])ies$/, 'y').replace(/s$/, ''));
   }
   const list = [...out];

@@ -141,6 +141,7 @@ const BUILTIN: [string, string][] = [
   ['avg', 'agg:avg'],
   ['mean', 'agg:avg'],
   ['typical', 'agg:avg'],
+  ['on average', '!agg:avg'],
   ['median', 'agg:median'],
   ['max', 'agg:max'],
   ['maximum', 'agg:max'],

@@ -8,7 +8,7 @@ export const FILLERS = new Set(
   (
     'a an the of for to in on at by from with about around into within across along is are was were be been being am ' +
     'do does did done doing have has having had will would could can should shall may might must please pls plz kindly ' +
-    'me my i we our ours us you your they them their it its this that these those there here what which who whom how ' +
+    'me my i we our ours us you your they them their it its this that these those there here what whats which who whom how hows ' +
     'when where just only also even still so very really quite show shows showing give get got getting gotten tell ' +
     'list display find know want need like wonder wondering let hey hi hello ok okay thanks thank um uh quick ' +
     'question some any all every each overall altogether currently data info information stats statistics report make ' +

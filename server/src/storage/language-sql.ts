@@ -47,6 +47,8 @@ function compile(sql: Sql, q: Query): string {
     return `select c.period, c.value from (values ${rows.join(', ')}) as c(n, period, value) order by c.n`;
   }
   if (q.measure.kind === 'metric') return metricSql(sql, q, q.measure.metric);
+  if (q.bucket && q.average)
+    return `select round(avg(s.value), 2) as value from (${series(sql, { ...q, average: undefined })}) as s`;
   if (q.bucket) return series(sql, q);
   if (q.groupBy) return breakdown(sql, q);
   return `select ${scalar(sql, q)} as value`;
