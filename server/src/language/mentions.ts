@@ -335,6 +335,7 @@ const BUILTIN: [string, string][] = [
   ['outside of', '!not'],
   ['apart from', '!not'],
   ['none', '!not'],
+  ['nothing', '!not'],
   ['zero', '!zero'],
   // connectors
   ['and', 'and'],
