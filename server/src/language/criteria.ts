@@ -23,6 +23,7 @@ import {
 import type { Lexicon } from './lexicon.js';
 import type { Reading, Tagged } from './mentions.js';
 import { clip, place, relevantEvents, scopeOf } from './place.js';
+import { SKIPPABLE } from './words.js';
 
 const SUBJECT_ROLES = new Set(['users', 'visitors', 'rel', 'which', 'have', 'is', 'unique']);
 const BOUNDARY_ROLES = new Set(['rel', 'which', 'whose', 'where', 'with', 'and', 'but', 'or']);
@@ -225,7 +226,9 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
     else if (m.kind === 'target' && eventsOf(m)) events.push(...eventsOf(m)!);
     else if (m.kind === 'target' && targetsOf(m, 'field').length > 0)
       field = (targetsOf(m, 'field')[0] as { field: 'email' | 'phone' }).field;
-    else if (m.kind === 'target' && targetsOf(m, 'key').length > 0) {
+    else if (m.kind === 'target' && targetsOf(m, 'key').length > 0 && SKIPPABLE.has(m.raw.toLowerCase())) {
+      // "sports items": "items" only names the things
+    } else if (m.kind === 'target' && targetsOf(m, 'key').length > 0) {
       throw new NotUnderstood(`"${m.raw}" needs a value or a comparison, e.g. "${m.raw} is ...".`, [m.raw]);
     } else if (
       isSubject(m) ||

@@ -309,7 +309,9 @@ function matchAt(
     if (w(0) === 'between') return null;
   }
   // Leading prepositions belong to the expression: "in the last 7 days", "over the weekend".
-  if (LEADS.has(w(0))) {
+  // ("IN" in capitals is a value, such as India's country code, never a preposition)
+  const raw = tokens[i]?.raw ?? '';
+  if (LEADS.has(w(0)) && !(raw.length > 1 && raw === raw.toUpperCase())) {
     const inner = matchAt(tokens, i + 1, today, dates, now);
     if (inner && inner.start === i + 1) return { ...inner, start: i };
     if (w(0) === 'over' || w(0) === 'in' || w(0) === 'within' || w(0) === 'for') {
