@@ -5,7 +5,8 @@
 import type { Bounds, Condition, Filter, Op, Period, Scalar } from './ast.js';
 import type { Lexicon, Target } from './lexicon.js';
 import type { Tagged } from './mentions.js';
-import { mergeAdjacent, NUMBER_WORDS } from './periods.js';
+import { NUMBER_WORDS } from './period-phrases.js';
+import { mergeAdjacent } from './periods.js';
 import { FILLERS, SKIPPABLE } from './words.js';
 
 /** The text could not be read; `unknown` names the words that could not be placed. */
