@@ -8,6 +8,7 @@ import { audienceHandlers } from './audiences.js';
 import { demoHandlers } from './demo.js';
 import { eventHandlers } from './events.js';
 import { identityHandlers } from './identity.js';
+import { mcpAnalyticsHandlers } from './mcp-analytics.js';
 import { mcpResourceHandlers } from './mcp-resources.js';
 import { type HandlerTable, NOT_BUILT } from './operations.js';
 import { pushHandlers } from './push.js';
@@ -21,20 +22,10 @@ const notBuilt = {
   AdminCampaigns_list: NOT_BUILT,
   AdminCampaigns_pause: NOT_BUILT,
   AdminCampaigns_resume: NOT_BUILT,
-  // MCP resource GETs (issues 17 and 18)
-  Mcp_docs: NOT_BUILT,
-  Mcp_resources: NOT_BUILT,
-  Mcp_getApp: NOT_BUILT,
-  Mcp_appVersions: NOT_BUILT,
-  Mcp_events: NOT_BUILT,
-  Mcp_getUser: NOT_BUILT,
-  Mcp_listAudiences: NOT_BUILT,
-  Mcp_getAudience: NOT_BUILT,
+  // MCP campaign resources (built with campaigns, issue 15) and the docs resource (issue 18)
   Mcp_listCampaigns: NOT_BUILT,
   Mcp_getCampaign: NOT_BUILT,
-  Mcp_engagement: NOT_BUILT,
-  Mcp_eventAnalytics: NOT_BUILT,
-  Mcp_funnels: NOT_BUILT,
+  Mcp_docs: NOT_BUILT,
   // erasure and export (issue 19)
   Users_erase: NOT_BUILT,
   Users_export: NOT_BUILT,
@@ -46,6 +37,7 @@ export function handlers(ctx: ServiceContext): HandlerTable {
     ...userHandlers(ctx),
     ...audienceHandlers(ctx),
     ...mcpResourceHandlers(ctx),
+    ...mcpAnalyticsHandlers(ctx),
     ...adminHandlers(ctx),
     ...identityHandlers(ctx),
     ...analyticsHandlers(ctx),
