@@ -218,8 +218,10 @@ describe('the error envelope', () => {
 describe('operations not built yet', () => {
   it('answer 501 NOT_IMPLEMENTED, never a fake success', async () => {
     const { doc } = loadContract();
-    const built = new Set(Object.keys((await import('../../server/src/http/handlers.js')).handlers({} as never)));
-    const pending = listOperations(doc).filter((op) => !built.has(op.operationId));
+    const { handlers } = await import('../../server/src/http/handlers.js');
+    const { NOT_BUILT } = await import('../../server/src/http/operations.js');
+    const table = handlers({} as never) as Record<string, unknown>;
+    const pending = listOperations(doc).filter((op) => table[op.operationId] === NOT_BUILT);
     expect(pending.length).toBeGreaterThan(0);
     // One representative per surface, called with valid credentials.
     const erase = await fetch(`${server.url}/v1/users/u-1`, {
@@ -228,9 +230,9 @@ describe('operations not built yet', () => {
     });
     expect(erase.status).toBe(501);
     expect(await erase.json()).toMatchObject({ success: false, error: 'Not Implemented', code: 'NOT_IMPLEMENTED' });
-    const audiences = await fetch(`${server.url}/mcp/resources/audiences`, {
+    const campaigns = await fetch(`${server.url}/mcp/resources/campaigns`, {
       headers: { 'x-mcp-api-key': tenant.mcpKey },
     });
-    expect(audiences.status).toBe(501);
+    expect(campaigns.status).toBe(501);
   });
 });

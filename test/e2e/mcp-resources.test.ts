@@ -161,7 +161,12 @@ describe('apps', () => {
   it('versions, latest release first, with the current version', async () => {
     const { data, error } = await mcp.mcpAppVersions({ path: { appId: tenant.app.id } });
     expect(error).toBeUndefined();
-    expect(data).toMatchObject({ app_id: tenant.app.id, app_name: tenant.app.name, current_version: '1.2.0', total: 3 });
+    expect(data).toMatchObject({
+      app_id: tenant.app.id,
+      app_name: tenant.app.name,
+      current_version: '1.2.0',
+      total: 3,
+    });
     expect(data!.versions.map((v) => v.version)).toEqual(['1.2.0', '1.1.0', '1.0.0']);
     expect(data!.versions[0]).toEqual({
       id: expect.any(String),
@@ -174,7 +179,13 @@ describe('apps', () => {
     const none = await createTallyClient({ baseUrl: server.url, mcpApiKey: empty.mcpKey }).mcpAppVersions({
       path: { appId: empty.app.id },
     });
-    expect(none.data).toEqual({ app_id: empty.app.id, app_name: empty.app.name, current_version: null, versions: [], total: 0 });
+    expect(none.data).toEqual({
+      app_id: empty.app.id,
+      app_name: empty.app.name,
+      current_version: null,
+      versions: [],
+      total: 0,
+    });
   });
 });
 
@@ -189,7 +200,10 @@ describe('events', () => {
     const page = await query({});
     expect(page.pagination).toEqual({ total: 6, limit: 100, offset: 0, has_more: false });
     expect(page.events.map((e) => e.created_at)).toEqual(
-      [...EVENTS].map((e) => new Date(e.timestamp).toISOString()).sort().reverse(),
+      [...EVENTS]
+        .map((e) => new Date(e.timestamp).toISOString())
+        .sort()
+        .reverse(),
     );
     expect(page.events[0]).toEqual({
       id: expect.any(String),

@@ -1,8 +1,7 @@
 // MCP resource-style GET endpoints (X-MCP-API-Key, `read` permission checked by the security
 // handler): server information, the key's identity, the organization's apps, versions, events,
 // users and audiences. Every id is looked up within the key's organization: anything else is 404.
-import type { AudienceRow } from '../storage/audiences.js';
-import type { AppRow } from '../storage/tenancy.js';
+
 import { appForMcpKey } from '../services/access.js';
 import { appUsage, appVersionHistory, resourceIndex } from '../services/app-resources.js';
 import type { ServiceContext } from '../services/context.js';
@@ -10,6 +9,8 @@ import { searchAppEvents } from '../services/event-search.js';
 import { appAudiences, organizationAudience } from '../services/mcp-audiences.js';
 import { organization } from '../services/organizations.js';
 import { userProfile } from '../services/user-profiles.js';
+import type { AudienceRow } from '../storage/audiences.js';
+import type { AppRow } from '../storage/tenancy.js';
 import { mcpPrincipal, type RequestContext } from './context.js';
 import type { Handlers } from './operations.js';
 
@@ -153,11 +154,11 @@ export function mcpResourceHandlers(ctx: ServiceContext): Handlers<McpResourceOp
       return { audiences: audiences.map((a) => ({ ...audienceRef(a), user_count: Number(a.user_count) })) };
     },
     Mcp_getAudience: async ({ path }, request) => {
-      const { audience: a, users, total } = await organizationAudience(
-        ctx,
-        mcpPrincipal(request).organizationId,
-        path.audienceId,
-      );
+      const {
+        audience: a,
+        users,
+        total,
+      } = await organizationAudience(ctx, mcpPrincipal(request).organizationId, path.audienceId);
       return {
         id: a.id,
         name: a.name,

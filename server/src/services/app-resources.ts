@@ -1,8 +1,15 @@
 // An organization's apps as MCP resources: the index of apps and audiences, an app with its usage
 // totals and most frequent events, and its release history. Access (which apps a key may read) is
 // decided by services/access.ts before these run.
+
+import {
+  type AppTotals,
+  type AppVersionRow,
+  appTotals,
+  listAppVersions,
+  topEventNames,
+} from '../storage/app-resources.js';
 import { type AudienceRow, listAudiences } from '../storage/audiences.js';
-import { type AppTotals, type AppVersionRow, appTotals, listAppVersions, topEventNames } from '../storage/app-resources.js';
 import { type AppRow, listApps } from '../storage/tenancy.js';
 import type { ServiceContext } from './context.js';
 

@@ -84,7 +84,11 @@ export async function engagement(ctx: ServiceContext, app: AppRow, q: Engagement
       dau,
       wau,
       mau,
-      stickiness: { daily_to_weekly: ratio(dau, wau), weekly_to_monthly: ratio(wau, mau), daily_to_monthly: ratio(dau, mau) },
+      stickiness: {
+        daily_to_weekly: ratio(dau, wau),
+        weekly_to_monthly: ratio(wau, mau),
+        daily_to_monthly: ratio(dau, mau),
+      },
       retention: { day_1, day_7, day_30 },
     },
     segments,

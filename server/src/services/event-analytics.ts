@@ -111,7 +111,11 @@ export async function eventAnalytics(
       return { date: label(key, q.groupBy), count: found?.events ?? 0, unique_users: found?.users ?? 0 };
     }),
     properties: await propertyAggregates(ctx, w),
-    peak_times: { hour_of_day: hour, day_of_week: weekday === null ? null : WEEKDAYS[weekday - 1]!, timezone: timeZone },
+    peak_times: {
+      hour_of_day: hour,
+      day_of_week: weekday === null ? null : WEEKDAYS[weekday - 1]!,
+      timezone: timeZone,
+    },
   };
 }
 

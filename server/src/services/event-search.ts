@@ -60,8 +60,7 @@ export async function searchAppEvents(ctx: ServiceContext, app: AppRow, search: 
   if (search.endDate !== undefined) filter.to = `${addDays(search.endDate, 1)} 00:00:00`;
   const timeoutMs = ctx.config.analyticsQueryTimeoutMs;
   const total = await countEvents(ctx.db, app.id, filter, timeoutMs);
-  const events =
-    search.offset >= total ? [] : await searchEvents(ctx.db, app.id, filter, search, timeoutMs);
+  const events = search.offset >= total ? [] : await searchEvents(ctx.db, app.id, filter, search, timeoutMs);
   return {
     events,
     total,

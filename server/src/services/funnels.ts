@@ -104,7 +104,8 @@ function recommendation(
   }
   const within = `within ${plural(windowDays, 'day')}`;
   if (worst < 0) {
-    return `All ${plural(users[0]!, 'user')} who did ${first} went on to ${events[events.length - 1]} ${within}: no step loses anyone.`;
+    const who = users[0] === 1 ? 'The one user' : `All ${users[0]} users`;
+    return `${who} who did ${first} went on to ${events[events.length - 1]} ${within}: no step loses anyone.`;
   }
   const before = events[worst - 1]!;
   const at = events[worst]!;

@@ -3,7 +3,12 @@
 import type { Knex } from 'knex';
 import { QueryTimeoutError } from '../analytics/sandbox.js';
 
-export async function timedRows<T>(db: Knex, timeoutMs: number, sql: string, bindings: readonly unknown[]): Promise<T[]> {
+export async function timedRows<T>(
+  db: Knex,
+  timeoutMs: number,
+  sql: string,
+  bindings: readonly unknown[],
+): Promise<T[]> {
   try {
     return await db.transaction(async (trx) => {
       await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
