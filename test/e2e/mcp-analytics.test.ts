@@ -303,6 +303,7 @@ describe('funnels', () => {
     expect(comma.status).toBe(200);
     expect(comma.body.funnel.events).toEqual(['signup', 'item_view', 'purchase']);
     expect(repeated).toEqual(comma);
+    expect(await get('events=signup,item_view&events=purchase')).toEqual(comma);
     for (const q of ['events=signup', 'events=signup,,purchase', `events=${Array(11).fill('a').join(',')}`]) {
       const res = await get(q);
       expect(res.status, q).toBe(400);
