@@ -304,7 +304,13 @@ describe('funnels', () => {
     expect(comma.body.funnel.events).toEqual(['signup', 'item_view', 'purchase']);
     expect(repeated).toEqual(comma);
     expect(await get('events=signup,item_view&events=purchase')).toEqual(comma);
-    for (const q of ['events=signup', 'events=signup,,purchase', `events=${Array(11).fill('a').join(',')}`]) {
+    for (const q of [
+      'events=signup',
+      'events=signup,,purchase',
+      `events=${Array(11).fill('a').join(',')}`,
+      `events=a,b,c,d,e,f&events=g,h,i,j,k`,
+      'events[a]=signup&events[b]=purchase',
+    ]) {
       const res = await get(q);
       expect(res.status, q).toBe(400);
       expect(res.body.code).toBe('INVALID_REQUEST');
