@@ -127,10 +127,12 @@ describe('engagement', () => {
     });
     expect(premium.error ?? french.error).toBeUndefined();
     const body = await engagement();
-    expect(body.segments.map((s) => s.name)).toEqual(['France', 'Premium']);
+    // Both were created at the same (fixed) instant, so their order is the id's.
+    expect(body.segments.map((s) => s.name).sort()).toEqual(['France', 'Premium']);
+    const named = (name: string) => body.segments.find((s) => s.name === name)!;
     for (const [segment, member] of [
-      [body.segments[1]!, `user_id in (select user_id from users where properties->>'plan' = 'premium')`],
-      [body.segments[0]!, `user_id in (select user_id from users where properties->>'country' = 'FR')`],
+      [named('Premium'), `user_id in (select user_id from users where properties->>'plan' = 'premium')`],
+      [named('France'), `user_id in (select user_id from users where properties->>'country' = 'FR')`],
     ] as const) {
       const [days] = await sql(
         `select count(*) as n from (select distinct user_id, (created_at at time zone '${TZ}')::date from events
@@ -142,9 +144,9 @@ describe('engagement', () => {
       expect(segment.dau).toBeGreaterThan(0);
     }
     const byName = await engagement({ ...PERIOD, segment: 'Premium' });
-    expect(byName.segments).toEqual([body.segments[1]]);
+    expect(byName.segments).toEqual([named('Premium')]);
     const byId = await engagement({ ...PERIOD, segment: french.data!.audience_id });
-    expect(byId.segments).toEqual([body.segments[0]]);
+    expect(byId.segments).toEqual([named('France')]);
     expect(byId.metrics).toEqual(body.metrics);
     const unknown = await mcp.mcpEngagement({ query: { app_id: tenant.app.id, segment: 'Nobody' } });
     expect(unknown.response.status).toBe(404);
