@@ -4,6 +4,7 @@
 // figures as REST.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createTallyClient } from '@tally/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startServerProcess } from '../helpers/process-server.js';
 import { startTestServer, TEST_ADMIN_TOKEN, type Tenant, type TestServer } from '../helpers/server.js';
@@ -240,6 +241,94 @@ describe('tools', () => {
     await client.close();
   });
 
+  it('answers query_events, get_funnel and get_app_versions exactly as the MCP GETs', async () => {
+    const admin = createTallyClient({ baseUrl: server.url, adminToken: TEST_ADMIN_TOKEN });
+    for (const [version, at] of [
+      ['1.0', '2026-01-10T09:00:00Z'],
+      ['1.1', '2026-02-10T09:00:00Z'],
+      ['2.0', '2026-03-10T09:00:00Z'],
+    ] as const) {
+      const added = await admin.adminVersionsAdd({
+        path: { app_id: tenant.app.id },
+        body: { version, released_at: at },
+      });
+      expect(added.response.status).toBe(200);
+    }
+    const { client } = await connect(server.url, tenant.mcpKey);
+    const get = async (path: string) =>
+      (await fetch(`${server.url}${path}`, { headers: { 'X-MCP-API-Key': tenant.mcpKey } })).json();
+    const events = await client.callTool({
+      name: 'query_events',
+      arguments: { app_id: tenant.app.id, event_name: 'purchase', limit: 3, offset: 1 },
+    });
+    expect(events.isError).toBeFalsy();
+    expect(events.structuredContent).toEqual(
+      await get(`/mcp/events?app_id=${tenant.app.id}&event_name=purchase&limit=3&offset=1`),
+    );
+    expect((events.structuredContent as { pagination: unknown }).pagination).toEqual({
+      total: 10,
+      limit: 3,
+      offset: 1,
+      has_more: true,
+    });
+    const funnel = await client.callTool({
+      name: 'get_funnel',
+      arguments: { app_id: tenant.app.id, events: ['view_item', 'purchase'], time_window: 3 },
+    });
+    expect(funnel.isError).toBeFalsy();
+    expect(funnel.structuredContent).toEqual(
+      await get(`/mcp/analytics/funnels?app_id=${tenant.app.id}&events=view_item,purchase&time_window=3`),
+    );
+    const versions = await client.callTool({ name: 'get_app_versions', arguments: { app_id: tenant.app.id } });
+    expect(versions.structuredContent).toEqual(await get(`/mcp/resources/apps/${tenant.app.id}/versions`));
+    const february = await client.callTool({
+      name: 'get_app_versions',
+      arguments: { app_id: tenant.app.id, start_date: '2026-02-01', end_date: '2026-02-28' },
+    });
+    expect(february.structuredContent).toMatchObject({
+      current_version: '2.0',
+      total: 1,
+      versions: [{ version: '1.1' }],
+    });
+    await client.close();
+  });
+
+  it("lists and reads the organization's resources with tally:// URIs, and nothing of another organization", async () => {
+    const audience = await tenant.client.audiencesCreate({
+      body: { app_id: tenant.app.id, name: 'Buyers', criteria: 'users who did purchase' },
+    });
+    expect(audience.response.status).toBe(200);
+    await other.client.audiencesCreate({
+      body: { app_id: other.app.id, name: 'OTHER-ORG-SECRET', criteria: 'all users' },
+    });
+    const { client } = await connect(server.url, tenant.mcpKey);
+    const { resources } = await client.listResources();
+    const uris = resources.map((r) => r.uri);
+    expect(uris).toEqual(
+      expect.arrayContaining([
+        `tally://apps/${tenant.app.id}`,
+        `tally://apps/${tenant.app.id}/event-dictionary`,
+        `tally://audiences/${audience.data!.audience_id}`,
+      ]),
+    );
+    expect(JSON.stringify(resources)).not.toContain(other.app.id);
+    expect(JSON.stringify(resources)).not.toContain('OTHER-ORG-SECRET');
+    const get = async (path: string) =>
+      (await fetch(`${server.url}${path}`, { headers: { 'X-MCP-API-Key': tenant.mcpKey } })).json();
+    const read = async (uri: string) => JSON.parse((await client.readResource({ uri })).contents[0]!.text as string);
+    expect(await read(`tally://apps/${tenant.app.id}`)).toEqual(await get(`/mcp/resources/apps/${tenant.app.id}`));
+    expect(await read(`tally://audiences/${audience.data!.audience_id}`)).toEqual(
+      await get(`/mcp/resources/audiences/${audience.data!.audience_id}`),
+    );
+    const dictionary = await read(`tally://apps/${tenant.app.id}/event-dictionary`);
+    expect(dictionary.events.map((e: { event_name: string }) => e.event_name).sort()).toEqual([
+      'purchase',
+      'view_item',
+    ]);
+    await expect(client.readResource({ uri: `tally://apps/${other.app.id}` })).rejects.toThrow(/not found/);
+    await client.close();
+  });
+
   it('lists and defines tracked events', async () => {
     const { client } = await connect(server.url, tenant.mcpKey);
     const listed = await client.callTool({ name: 'list_event_dictionary', arguments: { app_id: tenant.app.id } });
@@ -305,6 +394,7 @@ describe('tools', () => {
       if (tool.name === 'create_audience') Object.assign(args, { name: 'x', description: 'all users' });
       if (tool.name === 'update_event_definition')
         Object.assign(args, { event_name: 'OTHER-ORG-SECRET', description: 'x' });
+      if (tool.name === 'get_funnel') args.events = ['OTHER-ORG-SECRET', 'purchase'];
       const result = await client.callTool({ name: tool.name, arguments: args });
       expect(result.isError, tool.name).toBe(true);
       expect(JSON.stringify(result), tool.name).not.toContain('OTHER-ORG-SECRET');

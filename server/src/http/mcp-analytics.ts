@@ -3,7 +3,7 @@
 import type { ServiceContext } from '../services/context.js';
 import { engagement } from '../services/engagement.js';
 import { eventAnalytics } from '../services/event-analytics.js';
-import { funnel, funnelSteps } from '../services/funnels.js';
+import { funnelView } from '../services/funnels.js';
 import { requireApp } from './context.js';
 import type { Handlers } from './operations.js';
 
@@ -29,23 +29,12 @@ export function mcpAnalyticsHandlers(
       });
       return { event_name: path.eventName, app_id: app.id, ...report };
     },
-    Mcp_funnels: async ({ query }, request) => {
-      const app = requireApp(request);
-      const events = funnelSteps(query.events);
-      const timeWindow = query.time_window ?? 7;
-      const report = await funnel(ctx, app, {
-        events,
+    Mcp_funnels: async ({ query }, request) =>
+      funnelView(ctx, requireApp(request), {
+        events: query.events,
         startDate: query.start_date,
         endDate: query.end_date,
-        timeWindow,
-      });
-      return {
-        app_id: app.id,
-        funnel: { events, time_window: timeWindow },
-        steps: report.steps,
-        overall_conversion: report.overall_conversion,
-        analysis: report.analysis,
-      };
-    },
+        timeWindow: query.time_window,
+      }),
   };
 }

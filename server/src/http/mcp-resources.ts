@@ -6,13 +6,13 @@
 import { MCP_PROTOCOL_VERSION, MCP_SERVER_NAME, MCP_SERVER_VERSION } from '../mcp/constants.js';
 import { mcpDocs } from '../mcp/docs.js';
 import { appForMcpKey } from '../services/access.js';
-import { appUsage, appVersionHistory, resourceIndex } from '../services/app-resources.js';
+import { versionHistoryView } from '../services/app-resources.js';
 import type { ServiceContext } from '../services/context.js';
-import { searchAppEvents } from '../services/event-search.js';
-import { appAudiences, organizationAudience } from '../services/mcp-audiences.js';
+import { eventsPageView } from '../services/event-search.js';
+import { appAudiences } from '../services/mcp-audiences.js';
+import { appView, audienceRef, audienceView, resourceIndexView } from '../services/mcp-views.js';
 import { organization } from '../services/organizations.js';
 import { userProfile } from '../services/user-profiles.js';
-import type { AudienceRow } from '../storage/audiences.js';
 import type { AppRow } from '../storage/tenancy.js';
 import { mcpPrincipal, type RequestContext } from './context.js';
 import type { Handlers } from './operations.js';
@@ -24,15 +24,6 @@ export async function mcpApp(ctx: ServiceContext, request: RequestContext, appId
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
-
-const audienceRef = (a: AudienceRow) => ({
-  id: a.id,
-  name: a.name,
-  description: a.description,
-  type: 'audience' as const,
-  app_id: a.app_id,
-  uri: `/mcp/resources/audiences/${a.id}`,
-});
 
 type McpResourceOps =
   | 'Mcp_info'
@@ -68,73 +59,18 @@ export function mcpResourceHandlers(ctx: ServiceContext): Handlers<McpResourceOp
         protocol_version: MCP_PROTOCOL_VERSION,
       };
     },
-    Mcp_resources: async (_input, request) => {
-      const { apps, audiences } = await resourceIndex(ctx, mcpPrincipal(request).organizationId);
-      return {
-        resources: {
-          apps: apps.map((a) => ({
-            id: a.id,
-            name: a.name,
-            description: a.description,
-            type: 'app' as const,
-            uri: `/mcp/resources/apps/${a.id}`,
-          })),
-          audiences: audiences.map(audienceRef),
-        },
-      };
-    },
-    Mcp_getApp: async ({ path }, request) => {
-      const app = await mcpApp(ctx, request, path.appId);
-      const { totals, topEvents } = await appUsage(ctx, app);
-      return {
-        id: app.id,
-        name: app.name,
-        description: app.description,
-        created_at: app.created_at.toISOString(),
-        updated_at: app.updated_at.toISOString(),
-        stats: { users: totals.users, events: totals.events, last_activity: iso(totals.lastActivity) },
-        top_events: topEvents,
-      };
-    },
-    Mcp_appVersions: async ({ path }, request) => {
-      const app = await mcpApp(ctx, request, path.appId);
-      const { versions, current } = await appVersionHistory(ctx, app);
-      return {
-        app_id: app.id,
-        app_name: app.name,
-        current_version: current,
-        versions: versions.map((v) => ({
-          id: v.id,
-          version: v.version,
-          release_notes: v.release_notes,
-          released_at: v.released_at.toISOString(),
-          created_by: v.created_by,
-        })),
-        total: versions.length,
-      };
-    },
-    Mcp_events: async ({ query }, request) => {
-      const app = await mcpApp(ctx, request);
-      const page = await searchAppEvents(ctx, app, {
+    Mcp_resources: async (_input, request) => resourceIndexView(ctx, mcpPrincipal(request).organizationId),
+    Mcp_getApp: async ({ path }, request) => appView(ctx, await mcpApp(ctx, request, path.appId)),
+    Mcp_appVersions: async ({ path }, request) => versionHistoryView(ctx, await mcpApp(ctx, request, path.appId)),
+    Mcp_events: async ({ query }, request) =>
+      eventsPageView(ctx, await mcpApp(ctx, request), {
         eventName: query.event_name,
         userId: query.user_id,
         startDate: query.start_date,
         endDate: query.end_date,
         limit: query.limit ?? 100,
         offset: query.offset ?? 0,
-      });
-      return {
-        events: page.events.map((e) => ({
-          id: e.id,
-          app_id: e.app_id,
-          user_id: e.user_id,
-          event_name: e.event_name,
-          properties: e.properties,
-          created_at: e.created_at.toISOString(),
-        })),
-        pagination: { total: page.total, limit: page.limit, offset: page.offset, has_more: page.hasMore },
-      };
-    },
+      }),
     Mcp_getUser: async ({ path }, request) => {
       const user = await userProfile(ctx, (await mcpApp(ctx, request)).id, path.userId);
       return {
@@ -154,24 +90,7 @@ export function mcpResourceHandlers(ctx: ServiceContext): Handlers<McpResourceOp
       const audiences = await appAudiences(ctx, app.id);
       return { audiences: audiences.map((a) => ({ ...audienceRef(a), user_count: Number(a.user_count) })) };
     },
-    Mcp_getAudience: async ({ path }, request) => {
-      const {
-        audience: a,
-        users,
-        total,
-      } = await organizationAudience(ctx, mcpPrincipal(request).organizationId, path.audienceId);
-      return {
-        id: a.id,
-        name: a.name,
-        description: a.description,
-        criteria: a.criteria,
-        app_id: a.app_id,
-        user_count: total,
-        created_at: a.created_at.toISOString(),
-        updated_at: a.updated_at.toISOString(),
-        users: users.map((u) => ({ user_id: u.user_id, email: u.email, last_active: u.last_active })),
-        users_total: total,
-      };
-    },
+    Mcp_getAudience: async ({ path }, request) =>
+      audienceView(ctx, mcpPrincipal(request).organizationId, path.audienceId),
   };
 }

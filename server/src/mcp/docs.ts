@@ -15,6 +15,9 @@ export const JSON_RPC_METHODS = [
   'tools/call',
   'prompts/list',
   'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
 ];
 
 let registered: Promise<{ name: string; description: string; inputSchema?: Record<string, unknown> }[]> | null = null;

@@ -57,3 +57,29 @@ export async function appVersionHistory(
   const versions = await listAppVersions(ctx.db, app.id);
   return { versions, current: versions[0]?.version ?? null };
 }
+
+/** The body of GET /mcp/resources/apps/{appId}/versions and of the tool get_app_versions. */
+export async function versionHistoryView(
+  ctx: ServiceContext,
+  app: AppRow,
+  /** Only versions released on or after / before these instants (ISO 8601), when given. */
+  range: { from?: Date; to?: Date } = {},
+) {
+  const { versions, current } = await appVersionHistory(ctx, app);
+  const kept = versions.filter(
+    (v) => (!range.from || v.released_at >= range.from) && (!range.to || v.released_at <= range.to),
+  );
+  return {
+    app_id: app.id,
+    app_name: app.name,
+    current_version: current,
+    versions: kept.map((v) => ({
+      id: v.id,
+      version: v.version,
+      release_notes: v.release_notes,
+      released_at: v.released_at.toISOString(),
+      created_by: v.created_by,
+    })),
+    total: kept.length,
+  };
+}

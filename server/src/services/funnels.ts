@@ -117,3 +117,21 @@ function recommendation(
       : `Improving this step first would lift the whole funnel the most.`;
   return `The biggest drop is at ${at}: ${plural(lost, 'user')} of the ${users[worst - 1]} who did ${before} (${share}%) did not do ${at} ${within} of their first ${first}. ${advice} Overall, ${overall}% of those who started reached ${events[events.length - 1]}.`;
 }
+
+/** The body of GET /mcp/analytics/funnels and of the tool get_funnel. */
+export async function funnelView(
+  ctx: ServiceContext,
+  app: AppRow,
+  query: { events: string | readonly string[]; startDate?: string; endDate?: string; timeWindow?: number },
+) {
+  const events = funnelSteps(query.events);
+  const timeWindow = query.timeWindow ?? 7;
+  const report = await funnel(ctx, app, { events, startDate: query.startDate, endDate: query.endDate, timeWindow });
+  return {
+    app_id: app.id,
+    funnel: { events, time_window: timeWindow },
+    steps: report.steps,
+    overall_conversion: report.overall_conversion,
+    analysis: report.analysis,
+  };
+}
