@@ -315,7 +315,8 @@ describe('tools', () => {
     expect(JSON.stringify(resources)).not.toContain('OTHER-ORG-SECRET');
     const get = async (path: string) =>
       (await fetch(`${server.url}${path}`, { headers: { 'X-MCP-API-Key': tenant.mcpKey } })).json();
-    const read = async (uri: string) => JSON.parse((await client.readResource({ uri })).contents[0]!.text as string);
+    const read = async (uri: string) =>
+      JSON.parse(((await client.readResource({ uri })).contents[0] as { text: string }).text);
     expect(await read(`tally://apps/${tenant.app.id}`)).toEqual(await get(`/mcp/resources/apps/${tenant.app.id}`));
     expect(await read(`tally://audiences/${audience.data!.audience_id}`)).toEqual(
       await get(`/mcp/resources/audiences/${audience.data!.audience_id}`),
