@@ -12,8 +12,8 @@ import { uuidv7 } from '../server/src/ids.js';
 import { createLogger } from '../server/src/logger.js';
 import type { ServiceContext } from '../server/src/services/context.js';
 import { seedDemo } from '../server/src/services/demo.js';
-import { Ingestor } from '../server/src/services/ingest.js';
 import { openDatabase } from '../server/src/storage/db.js';
+import { EventWriter } from '../server/src/storage/event-writer.js';
 import { insertApp, insertOrganization } from '../server/src/storage/tenancy.js';
 
 const METRICS: MetricName[] = ['dau', 'mau', 'retention', 'revenue', 'arpu', 'conversion', 'churn'];
@@ -53,7 +53,7 @@ export async function benchAnalytics(adminUrl: string, options = { users: 10_000
       config: loadConfig({ DATABASE_URL: url.toString(), LOG_LEVEL: 'warn' }),
       logger,
       clock,
-      ingestor: new Ingestor(database.knex, logger),
+      ingestor: new EventWriter(database.knex, logger),
       llm: null,
       sandbox: database.sandbox,
     };

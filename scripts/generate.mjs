@@ -1,5 +1,5 @@
-// Rebuilds everything generated from spec/: the OpenAPI documents, the rendered reference and
-// the @tally/client sources. Generated files are committed; `npm run check` verifies they are current.
+// Rebuilds everything generated from spec/: the OpenAPI documents, the rendered reference,
+// the @tally/client sources and the server's typed operation list. Generated files are committed; `npm run check` verifies they are current.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -12,3 +12,10 @@ run(
   [`${root}node_modules/@hey-api/openapi-ts/bin/run.js`, '--file', 'openapi-ts.config.ts'],
   `${root}clients/node`,
 );
+run(process.execPath, ['scripts/generate-operations.mjs']);
+run(process.execPath, [
+  `${root}node_modules/@biomejs/biome/bin/biome`,
+  'format',
+  '--write',
+  'server/src/http/operations.gen.ts',
+]);

@@ -1,6 +1,5 @@
 // Builds the Express application: request ids and logs, body parsing, contract validation
 // (requests always, responses strictly in tests), the operation handlers, and one error renderer.
-import { randomUUID } from 'node:crypto';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
 import express, { type Express } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
@@ -10,10 +9,11 @@ import { loadContract } from './contract.js';
 import { envelope, errorHandler, NotFoundError } from './errors.js';
 import { resolveApp } from './http/access.js';
 import { securityHandlers } from './http/auth.js';
-import { dispatch } from './http/dispatch.js';
+import { requestContextMiddleware } from './http/context.js';
 import { handlers } from './http/handlers.js';
 import { inputRules } from './http/input-rules.js';
 import { mcpJsonRpcRouter } from './http/mcp-jsonrpc.js';
+import { dispatch } from './http/operations.js';
 import { opsRouter } from './http/ops.js';
 import { openRateLimits } from './http/rate-limit.js';
 import { memoiseRouteCompilation } from './http/route-cache.js';
@@ -21,18 +21,16 @@ import { sdkRouter } from './http/sdk.js';
 import { websiteGate } from './http/website-gate.js';
 import { createLlm } from './llm/index.js';
 import type { ServiceContext } from './services/context.js';
-import type { Ingestor } from './services/ingest.js';
 import type { Database } from './storage/db.js';
+import type { EventWriter } from './storage/event-writer.js';
 
 export interface AppDeps {
   config: Config;
   database: Database;
   logger: Logger;
   clock?: () => Date;
-  ingestor: Ingestor;
+  ingestor: EventWriter;
 }
-
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 export function createApp(deps: AppDeps): Express {
   const { config, database, logger } = deps;
@@ -53,19 +51,7 @@ export function createApp(deps: AppDeps): Express {
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'extended');
 
-  app.use((req, res, next) => {
-    const incoming = req.header('x-request-id');
-    const id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    res.setHeader('X-Request-Id', id);
-    const log = logger.child({ request_id: id });
-    (req as { log?: Logger }).log = log;
-    const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
-    });
-    next();
-  });
+  app.use(requestContextMiddleware(logger)); // request id, logger, and the context later layers fill in
 
   app.use(opsRouter(database, yaml, doc));
   app.use(mcpJsonRpcRouter(database.knex, config));

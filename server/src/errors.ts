@@ -1,8 +1,9 @@
 // The one error family of the service and the one middleware that renders it as the envelope
 // {success:false, error, code, message, details?}. Services throw these; nothing else writes errors.
 import { STATUS_CODES } from 'node:http';
-import type { ErrorRequestHandler, Request } from 'express';
+import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
+import type { RequestContext } from './http/context.js';
 
 export type Details = Record<string, unknown>;
 
@@ -28,6 +29,13 @@ export class ValidationError extends AppError {
     super(400, code, message, errors ? { errors } : undefined);
   }
 }
+/** Throws one ValidationError naming every field error, when there are any ("Invalid <what>: ..."). */
+export function refuseIfAny(errors: FieldError[], what = 'request'): void {
+  if (errors.length > 0) {
+    throw new ValidationError(`Invalid ${what}: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
+  }
+}
+
 export class AuthError extends AppError {
   constructor(code: 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY', message: string) {
     super(401, code, message);
@@ -105,12 +113,6 @@ export function envelope(status: number, code: string, message: string, details?
   };
 }
 
-/** Where the auth middleware leaves the precise reason a credential was refused. */
-const authFailures = new WeakMap<Request, AppError>();
-export function rememberAuthFailure(req: Request, error: AppError): void {
-  authFailures.set(req, error);
-}
-
 interface ValidatorItem {
   path?: string;
   message?: string;
@@ -145,12 +147,18 @@ function missingCredentialMessage(path: string): string {
   return 'Send your API key as Authorization: Bearer <key>.';
 }
 
+/** Where an error happened: the request, and why its credential was refused if it was. */
+export interface ErrorSite {
+  method: string;
+  path: string;
+  authFailure?: AppError | null;
+}
+
 /** Turns anything thrown into (status, code, message, details) without leaking internals. */
-export function toAppError(err: unknown, req: Request): AppError {
+export function toAppError(err: unknown, req: ErrorSite): AppError {
   if (err instanceof AppError) return err;
   // A security handler refused the request; the validator's own error has lost the reason.
-  const remembered = authFailures.get(req);
-  if (remembered) return remembered;
+  if (req.authFailure) return req.authFailure;
   const e = err as {
     status?: number;
     statusCode?: number;
@@ -205,8 +213,9 @@ export function toAppError(err: unknown, req: Request): AppError {
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    const appError = toAppError(err, req);
-    const log = (req as { log?: Logger }).log ?? logger;
+    const context = res.locals.ctx as RequestContext | undefined;
+    const appError = toAppError(err, { method: req.method, path: req.path, authFailure: context?.authFailure });
+    const log = context?.log ?? logger;
     if (appError.status >= 500) log.error({ err }, 'request failed');
     else log.debug({ code: appError.code, status: appError.status }, appError.message);
     if (res.headersSent) return;

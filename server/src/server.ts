@@ -10,8 +10,8 @@ import { closeRateLimits } from './http/rate-limit.js';
 import { jobDefinitions, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
 import { JobRunner } from './jobs/runner.js';
 import { bootstrapIfEmpty, type Credentials, writeCredentials } from './services/bootstrap.js';
-import { Ingestor } from './services/ingest.js';
 import { type Database, openDatabase } from './storage/db.js';
+import { EventWriter } from './storage/event-writer.js';
 
 export interface RunningServer {
   url: string;
@@ -54,7 +54,7 @@ export async function startServer(
   await jobs.start(jobDefinitions(database, clock));
   // The embedded database keeps no statistics of its own: gather them once at start.
   if (database.kind === 'pglite') await jobs.runNow(REFRESH_SANDBOX_STATISTICS);
-  const ingestor = new Ingestor(database.knex, logger);
+  const ingestor = new EventWriter(database.knex, logger);
   const app = createApp({ config, database, logger, clock, ingestor });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));

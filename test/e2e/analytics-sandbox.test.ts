@@ -2,6 +2,7 @@
 // only ever sees the caller's app, jsonb operators, the row cap, and (PostgreSQL) the timeout.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOverRelations, runSandboxedQuery } from '../../server/src/analytics/sandbox.js';
+import { REFRESH_SANDBOX_STATISTICS } from '../../server/src/jobs/index.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
@@ -180,6 +181,11 @@ describe.runIf(!process.env.TEST_DATABASE_URL)('embedded mode guards', () => {
   });
 
   it('refuses a query whose planner cost estimate is too high, before running it', async () => {
+    // The statistics the estimate rests on are gathered by the job runner, not by requests.
+    const job = await server.jobs.runNow(REFRESH_SANDBOX_STATISTICS);
+    for (let i = 0; i < 300 && (await server.jobs.state(REFRESH_SANDBOX_STATISTICS, job)) !== 'completed'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
     // 2 names x 100^4 = 200 million joined rows: no statement timeout could stop it here
     const { error, response } = await query(
       tenant,

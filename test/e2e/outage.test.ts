@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../server/src/app.js';
 import { loadConfig } from '../../server/src/config.js';
 import { createLogger } from '../../server/src/logger.js';
-import { Ingestor } from '../../server/src/services/ingest.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
+import { EventWriter } from '../../server/src/storage/event-writer.js';
 import { postgresSandbox } from '../../server/src/storage/sandbox.js';
 import { updateApp } from '../../server/src/storage/tenancy.js';
 import { openTestDatabase, startTestServer, TEST_ADMIN_TOKEN } from '../helpers/server.js';
@@ -55,7 +55,7 @@ describe('a server whose database cannot be reached (closed port)', () => {
       ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     });
     const logger = createLogger('silent');
-    const app = createApp({ config, database, logger, ingestor: new Ingestor(knex, logger) });
+    const app = createApp({ config, database, logger, ingestor: new EventWriter(knex, logger) });
     server = await new Promise<Server>((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });

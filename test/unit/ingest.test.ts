@@ -1,11 +1,13 @@
 // The group-commit writer on its own: concurrent submissions share a transaction, a failing
-// request does not sink the others in its group, and nothing is acknowledged before it is stored.
+// request does not sink the others in its group, and nothing is acknowledged before it is stored;
+// and the ingestion entry point's input rules, whatever calls it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../../server/src/errors.js';
 import { uuidv7 } from '../../server/src/ids.js';
 import { createLogger } from '../../server/src/logger.js';
-import { type IngestEvent, Ingestor } from '../../server/src/services/ingest.js';
+import { type IncomingEvent, ingest } from '../../server/src/services/ingestion.js';
 import type { Database } from '../../server/src/storage/db.js';
+import { EventWriter, type IngestEvent } from '../../server/src/storage/event-writer.js';
 import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
 import { openTestDatabase } from '../helpers/server.js';
 
@@ -21,12 +23,22 @@ afterAll(() => db?.close());
 
 function event(app: string, userRef: string, extra: Partial<IngestEvent> = {}): IngestEvent {
   const now = new Date();
-  return { appId: app, userRef, eventName: 'unit', properties: {}, createdAt: now, receivedAt: now, ...extra };
+  return {
+    appId: app,
+    userRef,
+    eventName: 'unit',
+    properties: {},
+    createdAt: now,
+    receivedAt: now,
+    source: 'api',
+    isBot: false,
+    ...extra,
+  };
 }
 
-describe('Ingestor', () => {
+describe('EventWriter', () => {
   it('groups concurrent requests and isolates a failing one', async () => {
-    const ingestor = new Ingestor(db.knex, createLogger('silent'));
+    const ingestor = new EventWriter(db.knex, createLogger('silent'));
     const missingApp = uuidv7(); // no such app: its insert violates a foreign key
     const results = await Promise.allSettled([
       ingestor.submit([event(appId, 'g-1'), event(appId, 'g-2')]),
@@ -48,7 +60,7 @@ describe('Ingestor', () => {
   });
 
   it('acknowledges only after the rows are committed', async () => {
-    const ingestor = new Ingestor(db.knex, createLogger('silent'));
+    const ingestor = new EventWriter(db.knex, createLogger('silent'));
     const [result] = await ingestor.submit([event(appId, 'ack-1')]);
     // A separate query sees the row as soon as submit resolves.
     const row = await db.knex('events').where({ app_id: appId, id: result!.eventId }).first();
@@ -56,7 +68,7 @@ describe('Ingestor', () => {
   });
 
   it('stores a repeated insert_id again once the 7-day window has passed', async () => {
-    const ingestor = new Ingestor(db.knex, createLogger('silent'));
+    const ingestor = new EventWriter(db.knex, createLogger('silent'));
     const old = new Date(Date.now() - 8 * 24 * 3600_000);
     const [first] = await ingestor.submit([
       event(appId, 'w-1', { insertId: 'window', receivedAt: old, createdAt: old }),
@@ -69,16 +81,26 @@ describe('Ingestor', () => {
   });
 
   it('refuses events that break the input rules, whatever called it, and stores none of them', async () => {
-    const ingestor = new Ingestor(db.knex, createLogger('silent'));
+    const ctx = { db: db.knex, ingestor: new EventWriter(db.knex, createLogger('silent')), clock: () => new Date() };
     let deep: Record<string, unknown> = { leaf: 1 };
     for (let i = 1; i < 33; i++) deep = { a: deep };
-    const refused = ingestor.submit([
-      event(appId, 'rules-1'),
-      event(appId, 'rules-1', { eventName: 'a\u0000b' }),
-      event(appId, 'rules-1', { properties: { '\uD800': 1, n: Number.POSITIVE_INFINITY, deep } }),
-      event(appId, 'rules-1', { insertId: 'i'.repeat(65), createdAt: new Date(Date.UTC(1969, 11, 31)) }),
-      event(appId, 'rules-1', { ua: 'u'.repeat(1025), ip: '1'.repeat(46), userRef: 'u'.repeat(256) }),
-    ]);
+    const e = (extra: Partial<IncomingEvent> = {}): IncomingEvent => ({
+      user_id: 'rules-1',
+      event_name: 'unit',
+      ...extra,
+    });
+    const refused = ingest(ctx, {
+      app: { id: appId, ip_mode: 'full' },
+      source: 'demo',
+      at: '/events',
+      events: [
+        e(),
+        e({ event_name: 'a\u0000b' }),
+        e({ properties: { '\uD800': 1, n: Number.POSITIVE_INFINITY, deep } }),
+        e({ insert_id: 'i'.repeat(65), timestamp: new Date(Date.UTC(1969, 11, 31)) }),
+        e({ ua: 'u'.repeat(1025), ip: '1'.repeat(46), user_id: 'u'.repeat(256) }),
+      ],
+    });
     await expect(refused).rejects.toBeInstanceOf(ValidationError);
     const error = (await refused.catch((e: ValidationError) => e)) as ValidationError;
     expect(error.details).toEqual({
@@ -112,9 +134,14 @@ describe('Ingestor', () => {
   });
 
   it('measures lengths in code points: 255 emoji make a valid event name', async () => {
-    const ingestor = new Ingestor(db.knex, createLogger('silent'));
+    const ctx = { db: db.knex, ingestor: new EventWriter(db.knex, createLogger('silent')), clock: () => new Date() };
     const name = '\uD83D\uDE00'.repeat(255);
-    const [result] = await ingestor.submit([event(appId, 'rules-2', { eventName: name })]);
+    const [result] = await ingest(ctx, {
+      app: { id: appId, ip_mode: 'full' },
+      source: 'api',
+      at: '/body',
+      events: [{ user_id: 'rules-2', event_name: name }],
+    });
     const row = await db.knex('events').where({ app_id: appId, id: result!.eventId }).first();
     expect(row.event_name).toBe(name);
   });

@@ -2,7 +2,7 @@
 // classified, and how the IP is kept under each ip_mode.
 import { describe, expect, it } from 'vitest';
 import { classifyVisit } from '../../server/src/services/bot-detection.js';
-import { storedIp } from '../../server/src/services/website.js';
+import { storedIp } from '../../server/src/services/ingestion.js';
 import { callerOrigin, originAllowed } from '../../server/src/services/website-origin.js';
 
 describe('origins', () => {

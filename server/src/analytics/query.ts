@@ -61,8 +61,10 @@ export async function answerQuery(
   app: { id: string },
   timeZone: string,
   query: string,
+  /** `owner`: whose sandbox concurrency the query counts against (the API key). */
+  extra: { owner?: string } = {},
 ): Promise<QueryAnswer> {
-  const options = { timeoutMs: ctx.config.analyticsQueryTimeoutMs };
+  const options = { timeoutMs: ctx.config.analyticsQueryTimeoutMs, owner: extra.owner };
   const started = performance.now();
   const done = (result: SandboxResult, method: QueryMethod): QueryAnswer => ({
     ...result,

@@ -1,39 +1,31 @@
 // The app a request acts on, resolved once per request before its handler runs: from `app_id`
 // in the query or body when given, else the REST key's own app. A foreign app is 404 even for an
-// operation that is not built yet, so no endpoint can be used to probe other tenants.
+// operation that is not built yet, so no endpoint can be used to probe other tenants. The app is
+// left in the request context.
 import type { NextFunction, Request, Response } from 'express';
 import type { Knex } from 'knex';
 import { appForMcpKey, appForRestKey } from '../services/access.js';
-import type { AppRow } from '../storage/tenancy.js';
-import { mcpPrincipalOrNull, restPrincipalOrNull } from './auth.js';
+import { requestContext } from './context.js';
 
-const apps = new WeakMap<Request, AppRow>();
-
-function requestedAppId(req: Request): string | undefined {
-  const fromQuery = (req.query as Record<string, unknown>)?.app_id;
-  if (typeof fromQuery === 'string') return fromQuery;
+/** The app id a request names in its query or JSON body, if any. */
+export function requestedAppId(req: Request): string | undefined {
+  const query = req.query as Record<string, unknown> | undefined;
+  if (typeof query?.app_id === 'string') return query.app_id;
   const body = req.body as Record<string, unknown> | undefined;
-  return typeof body?.app_id === 'string' ? body.app_id : undefined;
+  if (body && typeof body === 'object' && !Array.isArray(body)) {
+    if (typeof body.app_id === 'string') return body.app_id;
+    if (typeof body.appId === 'string') return body.appId;
+  }
+  return undefined;
 }
 
 export function resolveApp(db: Knex) {
-  return async (req: Request, _res: Response, next: NextFunction) => {
-    const rest = restPrincipalOrNull(req);
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const context = requestContext(res);
+    const principal = context.principal;
     const appId = requestedAppId(req);
-    if (rest) apps.set(req, await appForRestKey(db, rest, appId));
-    const mcp = mcpPrincipalOrNull(req);
-    if (mcp && appId !== undefined) apps.set(req, await appForMcpKey(db, mcp, appId));
+    if (principal?.kind === 'rest') context.app = await appForRestKey(db, principal, appId);
+    if (principal?.kind === 'mcp' && appId !== undefined) context.app = await appForMcpKey(db, principal, appId);
     next();
   };
-}
-
-/** The app resolved for this request (REST: always; MCP: when app_id was given). */
-export function requestApp(req: Request): AppRow {
-  const app = apps.get(req);
-  if (!app) throw new Error('No app resolved for this request');
-  return app;
-}
-
-export function requestAppOrNull(req: Request): AppRow | undefined {
-  return apps.get(req);
 }

@@ -1,8 +1,9 @@
 // Admin API handlers (/admin/v1): organizations, apps, keys and app versions.
-import type { Request, Response } from 'express';
+import type { KeyPermission } from '@tally/client';
 import * as admin from '../services/admin.js';
 import type { ServiceContext } from '../services/context.js';
 import type { ApiKeyRow, AppRow, OrganizationRow } from '../storage/tenancy.js';
+import type { Handlers } from './operations.js';
 
 const organizationView = (o: OrganizationRow) => ({
   organization_id: o.id,
@@ -35,7 +36,7 @@ const keyView = (k: ApiKeyRow) => ({
   name: k.name || null,
   app_id: k.app_id,
   organization_id: k.organization_id,
-  permissions: k.permissions,
+  permissions: k.permissions as KeyPermission[],
   org_wide: k.org_wide,
   created_at: k.created_at.toISOString(),
   revoked_at: k.revoked_at ? k.revoked_at.toISOString() : null,
@@ -49,47 +50,68 @@ export const versionView = (v: admin.VersionRow) => ({
   created_by: v.created_by,
 });
 
-// Path parameters as the validator matched them: Express 5 resets req.params for every
-// path-less middleware layer, so by the time dispatch runs req.params is empty.
-const param = (req: Request, name: string) =>
-  String((req as Request & { openapi?: { pathParams?: Record<string, string> } }).openapi?.pathParams?.[name]);
-const ok = (res: Response, body: object) => res.json({ success: true, ...body });
+type AdminOperation =
+  | 'AdminOrganizations_create'
+  | 'AdminOrganizations_list'
+  | 'AdminOrganizations_get'
+  | 'AdminOrganizations_update'
+  | 'AdminApps_create'
+  | 'AdminApps_list'
+  | 'AdminApps_get'
+  | 'AdminApps_update'
+  | 'AdminKeys_create'
+  | 'AdminKeys_list'
+  | 'AdminKeys_revoke'
+  | 'AdminVersions_add'
+  | 'AdminVersions_list';
 
-export function adminHandlers(ctx: ServiceContext) {
+export function adminHandlers(ctx: ServiceContext): Handlers<AdminOperation> {
   return {
-    AdminOrganizations_create: async (req: Request, res: Response) =>
-      ok(res, organizationView(await admin.createOrganization(ctx, req.body))),
-    AdminOrganizations_list: async (_req: Request, res: Response) =>
-      ok(res, { items: (await admin.organizations(ctx)).map(organizationView) }),
-    AdminOrganizations_get: async (req: Request, res: Response) =>
-      ok(res, organizationView(await admin.getOrganization(ctx, param(req, 'organization_id')))),
-    AdminOrganizations_update: async (req: Request, res: Response) =>
-      ok(res, organizationView(await admin.changeOrganization(ctx, param(req, 'organization_id'), req.body))),
+    AdminOrganizations_create: async ({ body }) => ({
+      success: true,
+      ...organizationView(await admin.createOrganization(ctx, body)),
+    }),
+    AdminOrganizations_list: async () => ({
+      success: true,
+      items: (await admin.organizations(ctx)).map(organizationView),
+    }),
+    AdminOrganizations_get: async ({ path }) => ({
+      success: true,
+      ...organizationView(await admin.getOrganization(ctx, path.organization_id)),
+    }),
+    AdminOrganizations_update: async ({ body, path }) => ({
+      success: true,
+      ...organizationView(await admin.changeOrganization(ctx, path.organization_id, body)),
+    }),
 
-    AdminApps_create: async (req: Request, res: Response) => ok(res, appView(await admin.createApp(ctx, req.body))),
-    AdminApps_list: async (req: Request, res: Response) => {
-      const organizationId = req.query.organization_id as string | undefined;
-      ok(res, { items: (await admin.apps(ctx, organizationId)).map(appView) });
-    },
-    AdminApps_get: async (req: Request, res: Response) =>
-      ok(res, appView(await admin.getApp(ctx, param(req, 'app_id')))),
-    AdminApps_update: async (req: Request, res: Response) =>
-      ok(res, appView(await admin.changeApp(ctx, param(req, 'app_id'), req.body))),
+    AdminApps_create: async ({ body }) => ({ success: true, ...appView(await admin.createApp(ctx, body)) }),
+    AdminApps_list: async ({ query }) => ({
+      success: true,
+      items: (await admin.apps(ctx, query.organization_id)).map(appView),
+    }),
+    AdminApps_get: async ({ path }) => ({ success: true, ...appView(await admin.getApp(ctx, path.app_id)) }),
+    AdminApps_update: async ({ body, path }) => ({
+      success: true,
+      ...appView(await admin.changeApp(ctx, path.app_id, body)),
+    }),
 
-    AdminKeys_create: async (req: Request, res: Response) => {
-      const { row, secret } = await admin.issueKey(ctx, param(req, 'app_id'), req.body);
-      ok(res, { key: secret, ...keyView(row) });
+    AdminKeys_create: async ({ body, path }) => {
+      const { row, secret } = await admin.issueKey(ctx, path.app_id, body);
+      return { success: true, key: secret, ...keyView(row) };
     },
-    AdminKeys_list: async (req: Request, res: Response) =>
-      ok(res, { items: (await admin.keysOf(ctx, param(req, 'app_id'))).map(keyView) }),
-    AdminKeys_revoke: async (req: Request, res: Response) => {
-      const row = await admin.revoke(ctx, param(req, 'key_id'));
-      ok(res, { key_id: row.id, revoked: true });
+    AdminKeys_list: async ({ path }) => ({ success: true, items: (await admin.keysOf(ctx, path.app_id)).map(keyView) }),
+    AdminKeys_revoke: async ({ path }) => {
+      const row = await admin.revoke(ctx, path.key_id);
+      return { success: true, key_id: row.id, revoked: true };
     },
 
-    AdminVersions_add: async (req: Request, res: Response) =>
-      ok(res, versionView(await admin.addVersion(ctx, param(req, 'app_id'), req.body))),
-    AdminVersions_list: async (req: Request, res: Response) =>
-      ok(res, { items: (await admin.versionsOf(ctx, param(req, 'app_id'))).map(versionView) }),
+    AdminVersions_add: async ({ body, path }) => ({
+      success: true,
+      ...versionView(await admin.addVersion(ctx, path.app_id, body)),
+    }),
+    AdminVersions_list: async ({ path }) => ({
+      success: true,
+      items: (await admin.versionsOf(ctx, path.app_id)).map(versionView),
+    }),
   };
 }

@@ -1,27 +1,20 @@
 // POST /v1/analytics/query and GET /v1/analytics/metrics.
-import type { Request, Response } from 'express';
-import { computeMetric, type MetricName } from '../analytics/metrics.js';
+import { computeMetric } from '../analytics/metrics.js';
 import { answerQuery, toCsv } from '../analytics/query.js';
-import type { Unit } from '../analytics/time.js';
 import type { ServiceContext } from '../services/context.js';
-import { findOrganization } from '../storage/tenancy.js';
-import { requestApp } from './access.js';
+import { timeZoneOf } from '../services/organizations.js';
+import { requireApp, restPrincipal } from './context.js';
+import { type Handlers, reply } from './operations.js';
 
-async function timeZoneOf(ctx: ServiceContext, organizationId: string): Promise<string> {
-  return (await findOrganization(ctx.db, organizationId))?.timezone || 'UTC';
-}
-
-export function analyticsHandlers(ctx: ServiceContext) {
+export function analyticsHandlers(ctx: ServiceContext): Handlers<'Analytics_query' | 'Analytics_metrics'> {
   return {
-    Analytics_query: async (req: Request, res: Response) => {
-      const app = requestApp(req);
-      const { query, format } = req.body as { query: string; format?: 'json' | 'csv' };
-      const answer = await answerQuery(ctx, app, await timeZoneOf(ctx, app.organization_id), query);
-      if (format === 'csv') {
-        res.type('text/csv').send(toCsv(answer.columns, answer.rows));
-        return;
-      }
-      res.json({
+    Analytics_query: async ({ body }, request) => {
+      const app = requireApp(request);
+      const answer = await answerQuery(ctx, app, await timeZoneOf(ctx, app.organization_id), body.query, {
+        owner: restPrincipal(request).keyId,
+      });
+      if (body.format === 'csv') return reply.send('text/csv', toCsv(answer.columns, answer.rows));
+      return {
         success: true,
         data: answer.rows,
         query_time_ms: answer.queryTimeMs,
@@ -29,31 +22,26 @@ export function analyticsHandlers(ctx: ServiceContext) {
         sql: answer.sql,
         query_method: answer.method,
         truncated: answer.truncated,
-      });
+      };
     },
-    Analytics_metrics: async (req: Request, res: Response) => {
-      const app = requestApp(req);
-      const q = req.query as { metric: MetricName; start_date?: string; end_date?: string; granularity: Unit };
+    Analytics_metrics: async ({ query }, request) => {
+      const app = requireApp(request);
+      const granularity = query.granularity ?? 'day';
       const series = await computeMetric(ctx, {
         appId: app.id,
-        metric: q.metric,
-        startDate: q.start_date,
-        endDate: q.end_date,
-        granularity: q.granularity ?? 'day',
+        metric: query.metric,
+        startDate: query.start_date,
+        endDate: query.end_date,
+        granularity,
         timeZone: await timeZoneOf(ctx, app.organization_id),
         conversionEvents: app.conversion_events ?? [],
       });
-      res.json({
+      return {
         success: true,
-        metric: q.metric,
+        metric: query.metric,
         data: series.points,
-        metadata: {
-          app_id: app.id,
-          start_date: series.startDate,
-          end_date: series.endDate,
-          granularity: q.granularity ?? 'day',
-        },
-      });
+        metadata: { app_id: app.id, start_date: series.startDate, end_date: series.endDate, granularity },
+      };
     },
   };
 }

@@ -1,10 +1,9 @@
 // POST /v1/audiences and GET /v1/audiences.
-import type { Request, Response } from 'express';
-import type { AudienceInput } from '../services/audiences.js';
 import { createAudience, listAudiencesPage } from '../services/audiences.js';
 import type { ServiceContext } from '../services/context.js';
 import type { AudienceRow } from '../storage/audiences.js';
-import { requestApp } from './access.js';
+import { requireApp } from './context.js';
+import type { Handlers } from './operations.js';
 
 const summary = (a: AudienceRow) => ({
   audience_id: a.id,
@@ -15,13 +14,13 @@ const summary = (a: AudienceRow) => ({
   updated_at: a.updated_at.toISOString(),
 });
 
-export function audienceHandlers(ctx: ServiceContext) {
+export function audienceHandlers(ctx: ServiceContext): Handlers<'Audiences_create' | 'Audiences_list'> {
   return {
-    Audiences_create: async (req: Request, res: Response) => {
-      const created = await createAudience(ctx, requestApp(req).id, req.body as AudienceInput);
+    Audiences_create: async ({ body }, request) => {
+      const created = await createAudience(ctx, requireApp(request).id, body);
       const { audience, userCount, understood } = created;
       const users = `${userCount} user${userCount === 1 ? '' : 's'}`;
-      res.json({
+      return {
         success: true,
         audience_id: audience.id,
         name: audience.name,
@@ -32,16 +31,16 @@ export function audienceHandlers(ctx: ServiceContext) {
           : `Audience created with ${users} from SQL written by the language model.`,
         query_method: created.queryMethod,
         confidence: created.confidence,
-      });
+      };
     },
-    Audiences_list: async (req: Request, res: Response) => {
-      const { limit, offset } = req.query as unknown as { limit: number; offset: number };
-      const { audiences, total } = await listAudiencesPage(ctx, requestApp(req).id, { limit, offset });
-      res.json({
+    Audiences_list: async ({ query }, request) => {
+      const { limit = 50, offset = 0 } = query;
+      const { audiences, total } = await listAudiencesPage(ctx, requireApp(request).id, { limit, offset });
+      return {
         success: true,
         audiences: audiences.map(summary),
         pagination: { total, limit, offset, has_more: offset + limit < total },
-      });
+      };
     },
   };
 }

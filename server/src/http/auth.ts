@@ -1,44 +1,19 @@
-// Security handlers for the contract's three schemes. Each leaves the authenticated principal on
-// the request, or remembers the precise reason it refused so the error envelope can name it.
+// Security handlers for the contract's three schemes. Each leaves the authenticated principal in
+// the request context, or the precise reason it refused so the error envelope can name it.
 import type { Request } from 'express';
 import type { Knex } from 'knex';
-import type { Logger } from 'pino';
 import type { Config, RateLimitClass } from '../config.js';
-import { AppError, ForbiddenError, rememberAuthFailure, toAppError } from '../errors.js';
+import { AppError, ForbiddenError, toAppError } from '../errors.js';
 import {
   authenticateAdmin,
   authenticateMcp,
   authenticateRest,
   type McpPrincipal,
   type Permission,
-  type RestPrincipal,
 } from '../services/keys.js';
-import { operationId } from './dispatch.js';
+import { contextOf } from './context.js';
+import { operationId } from './operations.js';
 import { applyDecision, checkAuthFailures, consume, recordAuthFailure } from './rate-limit.js';
-
-const principals = new WeakMap<Request, RestPrincipal | McpPrincipal>();
-
-export function restPrincipal(req: Request): RestPrincipal {
-  const p = principals.get(req);
-  if (p?.kind !== 'rest') throw new Error('REST principal missing: route is not behind ApiKeyAuth');
-  return p;
-}
-
-export function mcpPrincipal(req: Request): McpPrincipal {
-  const p = principals.get(req);
-  if (p?.kind !== 'mcp') throw new Error('MCP principal missing: route is not behind McpApiKeyAuth');
-  return p;
-}
-
-export function restPrincipalOrNull(req: Request): RestPrincipal | null {
-  const p = principals.get(req);
-  return p?.kind === 'rest' ? p : null;
-}
-
-export function mcpPrincipalOrNull(req: Request): McpPrincipal | null {
-  const p = principals.get(req);
-  return p?.kind === 'mcp' ? p : null;
-}
 
 function bearer(req: Request): string | undefined {
   const header = req.headers.authorization;
@@ -77,11 +52,10 @@ async function guarded(config: Config, req: Request, check: () => Promise<void>)
     await checkCredential(config, req, check);
     return true;
   } catch (err) {
+    const context = contextOf(req);
     const error = toAppError(err, req);
-    if (!(err instanceof AppError) && error.status >= 500) {
-      ((req as { log?: Logger }).log ?? null)?.error({ err }, 'credential check failed');
-    }
-    rememberAuthFailure(req, error);
+    if (!(err instanceof AppError) && error.status >= 500) context.log.error({ err }, 'credential check failed');
+    context.authFailure = error;
     throw { status: error.status };
   }
 }
@@ -108,15 +82,19 @@ export function securityHandlers(db: Knex, config: Config) {
       guarded(config, req, async () => {
         const principal = await authenticateRest(db, bearer(req));
         await limit(config, req, restClass(req), principal.keyId);
-        principals.set(req, principal);
+        contextOf(req).principal = principal;
       }),
     McpApiKeyAuth: (req: Request) =>
       guarded(config, req, async () => {
         const principal = await authenticateMcp(db, req.header('x-mcp-api-key'));
         requirePermission(principal, 'read');
         await limit(config, req, 'mcp', principal.keyId);
-        principals.set(req, principal);
+        contextOf(req).principal = principal;
       }),
-    AdminTokenAuth: (req: Request) => guarded(config, req, () => authenticateAdmin(db, config.adminToken, bearer(req))),
+    AdminTokenAuth: (req: Request) =>
+      guarded(config, req, async () => {
+        await authenticateAdmin(db, config.adminToken, bearer(req));
+        contextOf(req).principal = { kind: 'admin' };
+      }),
   };
 }

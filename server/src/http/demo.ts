@@ -1,13 +1,10 @@
 // POST /admin/v1/apps/{app_id}/seed-demo.
-import type { Request, Response } from 'express';
 import type { ServiceContext } from '../services/context.js';
-import { type DemoOptions, seedDemo } from '../services/demo.js';
+import { seedDemo } from '../services/demo.js';
+import type { Handlers } from './operations.js';
 
-export function demoHandlers(ctx: ServiceContext) {
+export function demoHandlers(ctx: ServiceContext): Handlers<'AdminDemo_seed'> {
   return {
-    AdminDemo_seed: async (req: Request, res: Response) => {
-      const result = await seedDemo(ctx, String(req.params.app_id), (req.body ?? {}) as DemoOptions);
-      res.json({ success: true, ...result });
-    },
+    AdminDemo_seed: async ({ body, path }) => ({ success: true, ...(await seedDemo(ctx, path.app_id, body ?? {})) }),
   };
 }

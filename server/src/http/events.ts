@@ -1,26 +1,25 @@
 // POST /v1/events and /v1/events/batch.
-import type { Request, Response } from 'express';
 import type { ServiceContext } from '../services/context.js';
-import { type EventInput, track, trackBatch } from '../services/events.js';
-import { requestApp } from './access.js';
+import { track, trackBatch } from '../services/events.js';
+import { requireApp } from './context.js';
+import type { Handlers } from './operations.js';
 
-export function eventHandlers(ctx: ServiceContext) {
+export function eventHandlers(ctx: ServiceContext): Handlers<'Events_track' | 'Events_trackBatch'> {
   return {
-    Events_track: async (req: Request, res: Response) => {
-      const result = await track(ctx, requestApp(req).id, req.body as EventInput);
-      res.json({
+    Events_track: async ({ body }, request) => {
+      const result = await track(ctx, requireApp(request), body);
+      return {
         success: true,
         event_id: result.eventId,
         message: result.duplicate
           ? 'Already recorded: an event with this insert_id was stored earlier.'
           : 'Event recorded.',
         ...(result.duplicate ? { duplicate: true } : {}),
-      });
+      };
     },
-    Events_trackBatch: async (req: Request, res: Response) => {
-      const { events } = req.body as { events: EventInput[] };
-      const { processed, duplicates } = await trackBatch(ctx, requestApp(req).id, events);
-      res.json({
+    Events_trackBatch: async ({ body }, request) => {
+      const { processed, duplicates } = await trackBatch(ctx, requireApp(request), body.events);
+      return {
         success: true,
         processed_count: processed,
         duplicates,
@@ -28,7 +27,7 @@ export function eventHandlers(ctx: ServiceContext) {
           duplicates > 0
             ? `${processed} events recorded; ${duplicates} were already recorded.`
             : `${processed} events recorded.`,
-      });
+      };
     },
   };
 }

@@ -1,5 +1,4 @@
 // Admin operations on an app's identity secrets (/admin/v1/apps/{app_id}/identity-secrets).
-import type { Request, Response } from 'express';
 import type { ServiceContext } from '../services/context.js';
 import {
   generateIdentitySecret,
@@ -7,24 +6,29 @@ import {
   listIdentitySecrets,
   removeIdentitySecret,
 } from '../services/identity.js';
-
-const param = (req: Request, name: string) =>
-  String((req as Request & { openapi?: { pathParams?: Record<string, string> } }).openapi?.pathParams?.[name]);
+import { type Handlers, reply } from './operations.js';
 
 const view = (s: IdentitySecretInfo) => ({ secret_id: s.id, created_at: s.created_at.toISOString() });
 
-export function identityHandlers(ctx: ServiceContext) {
+export function identityHandlers(
+  ctx: ServiceContext,
+): Handlers<'AdminIdentitySecrets_generate' | 'AdminIdentitySecrets_list' | 'AdminIdentitySecrets_remove'> {
   return {
-    AdminIdentitySecrets_generate: async (req: Request, res: Response) => {
-      const created = await generateIdentitySecret(ctx, param(req, 'app_id'));
-      res.setHeader('Cache-Control', 'no-store');
-      res.json({ success: true, secret: created.secret, ...view(created.info), active: created.active.map(view) });
+    AdminIdentitySecrets_generate: async ({ path }) => {
+      const created = await generateIdentitySecret(ctx, path.app_id);
+      // The secret is shown once: never cached anywhere on its way.
+      return reply.json(
+        { success: true, secret: created.secret, ...view(created.info), active: created.active.map(view) },
+        { 'Cache-Control': 'no-store' },
+      );
     },
-    AdminIdentitySecrets_list: async (req: Request, res: Response) =>
-      res.json({ success: true, items: (await listIdentitySecrets(ctx, param(req, 'app_id'))).map(view) }),
-    AdminIdentitySecrets_remove: async (req: Request, res: Response) => {
-      const removed = await removeIdentitySecret(ctx, param(req, 'app_id'), param(req, 'secret_id'));
-      res.json({ success: true, secret_id: removed.id, removed: true, active: removed.active.map(view) });
+    AdminIdentitySecrets_list: async ({ path }) => ({
+      success: true,
+      items: (await listIdentitySecrets(ctx, path.app_id)).map(view),
+    }),
+    AdminIdentitySecrets_remove: async ({ path }) => {
+      const removed = await removeIdentitySecret(ctx, path.app_id, path.secret_id);
+      return { success: true, secret_id: removed.id, removed: true, active: removed.active.map(view) };
     },
   };
 }

@@ -5,11 +5,11 @@
 // answer 501 until the MCP server is built.
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import type { Knex } from 'knex';
-import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { toAppError } from '../errors.js';
 import { authenticateMcp } from '../services/keys.js';
 import { checkCredential } from './auth.js';
+import { requestContext } from './context.js';
 import { applyDecision, consume } from './rate-limit.js';
 
 /** JSON-RPC error code for a missing or refused credential (implementation-defined server error). */
@@ -36,7 +36,7 @@ export function mcpJsonRpcRouter(db: Knex, config: Config): Router {
       });
     } catch (err) {
       const error = toAppError(err, req);
-      if (error.status >= 500) (req as { log?: Logger }).log?.error({ err }, 'MCP call failed');
+      if (error.status >= 500) requestContext(res).log.error({ err }, 'MCP call failed');
       if (error.status === 503 && !res.getHeader('Retry-After')) res.setHeader('Retry-After', '5');
       const unauthorized = error.status === 401;
       res.status(error.status).json({

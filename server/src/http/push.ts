@@ -1,31 +1,25 @@
 // POST /v1/sendpush, the tracked click link GET /v1/r/{deliveryId}, and the admin push provider
 // operations (PUT/GET /admin/v1/apps/{app_id}/push-provider).
-import type { Request, Response } from 'express';
 import type { ServiceContext } from '../services/context.js';
-import {
-  configureProvider,
-  getProvider,
-  type ProviderInput,
-  type ProviderView,
-  recordClick,
-  type SendInput,
-  sendPush,
-} from '../services/push.js';
-import { requestApp } from './access.js';
+import { configureProvider, getProvider, type ProviderView, recordClick, sendPush } from '../services/push.js';
+import { requireApp } from './context.js';
+import { type Handlers, reply } from './operations.js';
 
-// Path parameters as the validator matched them (Express 5 resets req.params for path-less layers).
-const param = (req: Request, name: string) =>
-  String((req as Request & { openapi?: { pathParams?: Record<string, string> } }).openapi?.pathParams?.[name]);
+const providerView = (v: ProviderView) => ({
+  success: true as const,
+  ...v,
+  configured_at: v.configured_at.toISOString(),
+});
 
-const providerView = (v: ProviderView) => ({ success: true, ...v, configured_at: v.configured_at.toISOString() });
-
-export function pushHandlers(ctx: ServiceContext) {
-  /** Where click links point: PUBLIC_BASE_URL, else the origin this request came to. */
-  const linkBase = (req: Request) => ctx.config.publicBaseUrl ?? `${req.protocol}://${req.get('host')}`;
+export function pushHandlers(
+  ctx: ServiceContext,
+): Handlers<'Push_send' | 'Push_click' | 'AdminPush_configure' | 'AdminPush_get'> {
   return {
-    Push_send: async (req: Request, res: Response) => {
-      const { delivery, generatedMessage } = await sendPush(ctx, requestApp(req), req.body as SendInput, linkBase(req));
-      res.json({
+    Push_send: async ({ body }, request) => {
+      // Click links point at PUBLIC_BASE_URL, else at the address this request came to.
+      const linkBase = ctx.config.publicBaseUrl ?? request.origin;
+      const { delivery, generatedMessage } = await sendPush(ctx, requireApp(request), body, linkBase);
+      return {
         success: true,
         message:
           delivery.status === 'delivered'
@@ -34,16 +28,11 @@ export function pushHandlers(ctx: ServiceContext) {
         deliveryId: delivery.id,
         recipientCount: delivery.recipients,
         ...(generatedMessage !== undefined ? { generatedMessage } : {}),
-      });
+      };
     },
-    Push_click: async (req: Request, res: Response) => {
-      const target = await recordClick(ctx, param(req, 'deliveryId'));
-      res.setHeader('Cache-Control', 'no-store');
-      res.redirect(302, target);
-    },
-    AdminPush_configure: async (req: Request, res: Response) =>
-      res.json(providerView(await configureProvider(ctx, param(req, 'app_id'), req.body as ProviderInput))),
-    AdminPush_get: async (req: Request, res: Response) =>
-      res.json(providerView(await getProvider(ctx, param(req, 'app_id')))),
+    Push_click: async ({ path }) =>
+      reply.redirect(302, await recordClick(ctx, path.deliveryId), { 'Cache-Control': 'no-store' }),
+    AdminPush_configure: async ({ body, path }) => providerView(await configureProvider(ctx, path.app_id, body)),
+    AdminPush_get: async ({ path }) => providerView(await getProvider(ctx, path.app_id)),
   };
 }

@@ -1,52 +1,17 @@
 // In front of /v1/website/* (mounted before contract validation): answers CORS preflights (rate
 // limited per IP before any database query), echoes the Origin of callers the app allows (with
-// credentials, so a JSON sendBeacon is delivered), and applies the per-IP-and-app rate limits.
-// Handlers then call `websiteApp(req)`, which answers 404 for an unknown app and 403
-// ORIGIN_NOT_ALLOWED for any other origin.
+// credentials, so a JSON sendBeacon is delivered), and applies the per-IP-and-app rate limits. It
+// leaves its finding in the request context; handlers then call `websiteApp(request)`, which
+// answers 404 for an unknown app and 403 ORIGIN_NOT_ALLOWED for any other origin.
 import { type NextFunction, type Request, type Response, Router } from 'express';
-import type { Knex } from 'knex';
 import type { RateLimitClass } from '../config.js';
 import { ForbiddenError, NotFoundError } from '../errors.js';
-import { isUuid } from '../ids.js';
 import type { ServiceContext } from '../services/context.js';
-import { callerOrigin, domainCandidates, originAllowed } from '../services/website-origin.js';
-import { type AppRow, findApp } from '../storage/tenancy.js';
-import { appsForHost } from '../storage/website.js';
+import { callerOrigin, someAppAllows, websiteAccess } from '../services/website-origin.js';
+import type { AppRow } from '../storage/tenancy.js';
+import { requestedAppId } from './access.js';
+import { type RequestContext, requestContext } from './context.js';
 import { applyDecision, consume, rateLimit } from './rate-limit.js';
-
-interface Access {
-  appId: string | undefined;
-  app: AppRow | undefined;
-  origin: string | null;
-  allowed: boolean;
-}
-
-const accessByRequest = new WeakMap<Request, Promise<Access>>();
-
-function requestedAppId(req: Request): string | undefined {
-  const query = req.query as Record<string, unknown> | undefined;
-  if (typeof query?.app_id === 'string') return query.app_id;
-  const body = req.body as Record<string, unknown> | undefined;
-  if (body && typeof body === 'object' && !Array.isArray(body)) {
-    if (typeof body.app_id === 'string') return body.app_id;
-    if (typeof body.appId === 'string') return body.appId;
-  }
-  return undefined;
-}
-
-function access(db: Knex, req: Request): Promise<Access> {
-  let found = accessByRequest.get(req);
-  if (!found) {
-    found = (async () => {
-      const appId = requestedAppId(req);
-      const origin = callerOrigin(req.header('origin'), req.header('referer'));
-      const app = appId !== undefined && isUuid(appId) ? await findApp(db, appId) : undefined;
-      return { appId, app, origin, allowed: app !== undefined && originAllowed(app, origin) };
-    })();
-    accessByRequest.set(req, found);
-  }
-  return found;
-}
 
 const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Request-Id';
 
@@ -54,15 +19,6 @@ function allowOrigin(res: Response, origin: string): void {
   res.setHeader('Access-Control-Allow-Origin', origin);
   res.setHeader('Access-Control-Allow-Credentials', 'true');
   res.setHeader('Access-Control-Expose-Headers', EXPOSED);
-}
-
-/** A preflight names no app, so it is answered for origins that some app allows. */
-async function anyAppAllows(db: Knex, origin: string | null): Promise<boolean> {
-  if (origin === null) return false;
-  const candidates = domainCandidates(origin);
-  if (!candidates) return false;
-  const apps = await appsForHost(db, candidates.hostname, candidates.entries);
-  return apps.some((app) => originAllowed(app, origin));
 }
 
 function rateClass(req: Request): RateLimitClass {
@@ -84,7 +40,7 @@ export function websiteGate(ctx: ServiceContext): Router {
         const refused = decision ? applyDecision(res, decision) : null;
         if (refused) return next(refused);
         const origin = callerOrigin(header, undefined);
-        if (header !== undefined && (await anyAppAllows(ctx.db, origin))) {
+        if (header !== undefined && (await someAppAllows(ctx, origin))) {
           allowOrigin(res, origin!);
           res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
           res.setHeader('Access-Control-Allow-Headers', 'Content-Type');
@@ -93,7 +49,9 @@ export function websiteGate(ctx: ServiceContext): Router {
         res.status(204).end();
         return;
       }
-      const { allowed, origin } = await access(ctx.db, req);
+      const request = requestContext(res);
+      request.website = websiteAccess(ctx, requestedAppId(req), callerOrigin(header, req.header('referer')));
+      const { allowed, origin } = await request.website;
       if (allowed && header !== undefined && origin !== null) allowOrigin(res, origin);
       next();
     },
@@ -103,8 +61,9 @@ export function websiteGate(ctx: ServiceContext): Router {
 }
 
 /** The app of a website request whose origin it allows; 404 for an unknown app, else 403. */
-export async function websiteApp(ctx: ServiceContext, req: Request): Promise<AppRow> {
-  const { app, appId, origin, allowed } = await access(ctx.db, req);
+export async function websiteApp(request: RequestContext): Promise<AppRow> {
+  if (!request.website) throw new Error('The website gate did not run for this request');
+  const { app, appId, origin, allowed } = await request.website;
   if (!app) throw new NotFoundError(`No app with id ${appId ?? '(none)'}.`);
   if (!allowed) {
     throw new ForbiddenError(

@@ -1,52 +1,49 @@
 // The six website operations called by the browser SDK (no API key: the origin is checked).
-import type { IdentifyRequest } from '@tally/client';
-import type { Request, Response } from 'express';
 import type { ServiceContext } from '../services/context.js';
 import {
-  type Caller,
   identify,
   logVisit,
-  type PushSubscriptionInput,
   subscribePush,
   trackWebsiteEvent,
   upsertWebsiteUser,
-  type VisitInput,
-  type WebsiteEventInput,
-  type WebsiteUserInput,
   websiteConfig,
 } from '../services/website.js';
+import type { RequestContext } from './context.js';
+import type { Handlers } from './operations.js';
 import { websiteApp } from './website-gate.js';
 
-const caller = (req: Request): Caller => ({ ip: req.ip ?? null, ua: req.header('user-agent') ?? null });
+const caller = (request: RequestContext) => ({ ip: request.ip, ua: request.userAgent });
 
-export function websiteHandlers(ctx: ServiceContext) {
+type WebsiteOperation =
+  | 'Website_upsertUser'
+  | 'Website_config'
+  | 'Website_logVisit'
+  | 'Website_trackEvent'
+  | 'Website_identify'
+  | 'Website_subscribePush';
+
+export function websiteHandlers(ctx: ServiceContext): Handlers<WebsiteOperation> {
   return {
-    Website_upsertUser: async (req: Request, res: Response) => {
-      const user = await upsertWebsiteUser(ctx, await websiteApp(ctx, req), req.body as WebsiteUserInput);
-      res.json({ success: true, user_id: user.id, external_id: user.external_id });
+    Website_upsertUser: async ({ body }, request) => {
+      const user = await upsertWebsiteUser(ctx, await websiteApp(request), body);
+      return { success: true, user_id: user.id, external_id: user.external_id };
     },
-    Website_config: async (req: Request, res: Response) => {
-      res.json(await websiteConfig(ctx, await websiteApp(ctx, req)));
+    Website_config: async (_input, request) => websiteConfig(ctx, await websiteApp(request)),
+    Website_logVisit: async ({ body }, request) => {
+      const visit = await logVisit(ctx, await websiteApp(request), body, caller(request));
+      return { success: true, logged: visit.logged, visit_id: visit.visitId, is_bot: visit.isBot };
     },
-    Website_logVisit: async (req: Request, res: Response) => {
-      const app = await websiteApp(ctx, req);
-      const visit = await logVisit(ctx, app, req.body as VisitInput, caller(req));
-      res.json({ success: true, logged: visit.logged, visit_id: visit.visitId, is_bot: visit.isBot });
+    Website_trackEvent: async ({ body }, request) => {
+      const eventId = await trackWebsiteEvent(ctx, await websiteApp(request), body, caller(request));
+      return { success: true, event_id: eventId };
     },
-    Website_trackEvent: async (req: Request, res: Response) => {
-      const app = await websiteApp(ctx, req);
-      const eventId = await trackWebsiteEvent(ctx, app, req.body as WebsiteEventInput, caller(req));
-      res.json({ success: true, event_id: eventId });
+    Website_identify: async ({ body }, request) => {
+      const user = await identify(ctx, await websiteApp(request), body.visitor_id, body.user_id, body.user_hash);
+      return { success: true, user_id: user.external_id };
     },
-    Website_identify: async (req: Request, res: Response) => {
-      const { visitor_id, user_id, user_hash } = req.body as IdentifyRequest;
-      const user = await identify(ctx, await websiteApp(ctx, req), visitor_id, user_id, user_hash);
-      res.json({ success: true, user_id: user.external_id });
-    },
-    Website_subscribePush: async (req: Request, res: Response) => {
-      const app = await websiteApp(ctx, req);
-      const id = await subscribePush(ctx, app, req.body as PushSubscriptionInput);
-      res.json({ success: true, subscription_id: id });
+    Website_subscribePush: async ({ body }, request) => {
+      const id = await subscribePush(ctx, await websiteApp(request), body);
+      return { success: true, subscription_id: id };
     },
   };
 }

@@ -3,9 +3,9 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Llm } from '../llm/index.js';
+import type { EventWriter } from '../storage/event-writer.js';
 import type { Db } from '../storage/handle.js';
 import type { SandboxDatabase } from '../storage/sandbox.js';
-import type { Ingestor } from './ingest.js';
 
 /** The current time; tests pass a fixed or controllable clock. */
 export type Clock = () => Date;
@@ -16,8 +16,8 @@ export interface ServiceContext {
   readonly logger: Logger;
   /** The current time; tests pass a fixed clock. */
   readonly clock: Clock;
-  /** Writes events with group commit. */
-  readonly ingestor: Ingestor;
+  /** Writes events with group commit; only the ingestion entry point (ingestion.ts) calls it. */
+  readonly ingestor: EventWriter;
   /** The configured language model, or null: callers then use their built-in engines. */
   readonly llm: Llm | null;
   /** Runs SQL over the sandbox relations (analytics/sandbox.ts is the way in). */

@@ -3,19 +3,16 @@
 // currency, country), and a share of them who stop coming back (churn). The same seed, sizes and
 // end date always produce the same events; they go through the ingestion service in chronological
 // chunks, with insert_ids, so seeding twice stores nothing new.
+
+import type { DemoSeedRequest } from '@tally/client';
 import { addDays, EARLIEST_DATE, isCalendarDate, LATEST_DATE, localDate, zonedToInstant } from '../analytics/time.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { isUuid } from '../ids.js';
-import { findApp, findOrganization } from '../storage/tenancy.js';
+import { findApp } from '../storage/tenancy.js';
+import { setProfiles } from '../storage/users.js';
 import type { ServiceContext } from './context.js';
-import type { IngestEvent } from './ingest.js';
-
-export interface DemoOptions {
-  users?: number;
-  days?: number;
-  seed?: number;
-  end_date?: string;
-}
+import { ingest } from './ingestion.js';
+import { timeZoneOf } from './organizations.js';
 
 export const DEMO_DEFAULTS = { users: 100, days: 30, seed: 1 };
 const MAX_USERS = 100_000;
@@ -62,7 +59,7 @@ export interface DemoEvent {
 }
 
 /** The demo users and, day by day, their events (chronological within each day). */
-export function* demoDays(options: Required<Omit<DemoOptions, 'end_date'>> & { end_date: string }, timeZone: string) {
+export function* demoDays(options: Required<DemoSeedRequest>, timeZone: string) {
   const rand = random(options.seed);
   const pick = <T>(list: T[]) => list[Math.floor(rand() * list.length)]!;
   const users: DemoUser[] = [];
@@ -143,10 +140,10 @@ export function* demoDays(options: Required<Omit<DemoOptions, 'end_date'>> & { e
   }
 }
 
-export async function seedDemo(ctx: ServiceContext, appId: string, input: DemoOptions = {}) {
+export async function seedDemo(ctx: ServiceContext, appId: string, input: DemoSeedRequest = {}) {
   const app = isUuid(appId) ? await findApp(ctx.db, appId) : undefined;
   if (!app) throw new NotFoundError(`No app ${appId}.`);
-  const timeZone = (await findOrganization(ctx.db, app.organization_id))?.timezone || 'UTC';
+  const timeZone = await timeZoneOf(ctx, app.organization_id);
   const options = {
     users: input.users ?? DEMO_DEFAULTS.users,
     days: input.days ?? DEMO_DEFAULTS.days,
@@ -179,31 +176,28 @@ export async function seedDemo(ctx: ServiceContext, appId: string, input: DemoOp
   for (const day of demoDays(options, timeZone)) {
     users = day.users;
     for (let i = 0; i < day.events.length; i += CHUNK) {
-      const batch: IngestEvent[] = day.events.slice(i, i + CHUNK).map((e) => ({
-        appId,
-        userRef: e.userRef,
-        eventName: e.eventName,
+      const events = day.events.slice(i, i + CHUNK).map((e) => ({
+        user_id: e.userRef,
+        event_name: e.eventName,
         properties: e.properties,
-        createdAt: e.createdAt,
-        receivedAt,
-        insertId: `${prefix}:${n++}`,
-        source: 'api',
+        timestamp: e.createdAt,
+        insert_id: `${prefix}:${n++}`,
       }));
-      const results = await ctx.ingestor.submit(batch);
+      const results = await ingest(ctx, { app, source: 'demo', events, at: '/events', now: receivedAt });
       stored += results.filter((r) => !r.duplicate).length;
     }
   }
   // Profile details for the users who were active (the ingestion created them).
   for (let i = 0; i < users.length; i += CHUNK) {
     const chunk = users.slice(i, i + CHUNK);
-    await ctx.db.raw(
-      `update users u set email = v.email, properties = u.properties || v.props::jsonb, updated_at = now()
-       from (values ${chunk.map(() => '(?, ?, ?)').join(', ')}) as v(external_id, email, props)
-       where u.app_id = ?::uuid and u.external_id = v.external_id`,
-      [
-        ...chunk.flatMap((u) => [u.id, `${u.id}@example.com`, JSON.stringify({ country: u.country, plan: u.plan })]),
-        appId,
-      ],
+    await setProfiles(
+      ctx.db,
+      appId,
+      chunk.map((u) => ({
+        externalId: u.id,
+        email: `${u.id}@example.com`,
+        properties: { country: u.country, plan: u.plan },
+      })),
     );
   }
   return { users: users.length, events: stored };

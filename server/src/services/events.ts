@@ -1,52 +1,17 @@
-// Recording events, one at a time or in batches. Everything is checked before anything is stored,
-// so a batch is all or nothing; the writes themselves go through the group-commit Ingestor.
+// Recording events from the REST API, one at a time or in batches, through the one ingestion
+// entry point (ingestion.ts): a batch is all or nothing.
 import type { EventInput } from '@tally/client';
-import { type FieldError, ValidationError } from '../errors.js';
+import type { AppRow } from '../storage/tenancy.js';
 import type { ServiceContext } from './context.js';
-import type { IngestEvent } from './ingest.js';
-import { checkIdentifier, checkProperties, checkTimestamp } from './limits.js';
+import { ingest } from './ingestion.js';
 
-export type { EventInput };
-
-function toIngestEvent(appId: string, input: EventInput, path: string, now: Date, errors: FieldError[]): IngestEvent {
-  checkIdentifier(input.user_id, `${path}/user_id`, errors);
-  checkProperties(input.properties, `${path}/properties`, errors);
-  const createdAt = input.timestamp ? new Date(input.timestamp) : now;
-  if (input.timestamp) checkTimestamp(createdAt, now, `${path}/timestamp`, errors);
-  return {
-    appId,
-    userRef: input.user_id,
-    eventName: input.event_name,
-    properties: input.properties ?? {},
-    ip: input.ip ?? null,
-    ua: input.ua ?? null,
-    insertId: input.insert_id,
-    createdAt,
-    receivedAt: now,
-    source: 'api',
-  };
-}
-
-export async function track(ctx: ServiceContext, appId: string, input: EventInput) {
-  const errors: FieldError[] = [];
-  const event = toIngestEvent(appId, input, '/body', ctx.clock(), errors);
-  if (errors.length > 0) throw new ValidationError(`Invalid event: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
-  const [result] = await ctx.ingestor.submit([event]);
+export async function track(ctx: ServiceContext, app: AppRow, input: EventInput) {
+  const [result] = await ingest(ctx, { app, source: 'api', events: [input], at: '/body' });
   return result!;
 }
 
-export async function trackBatch(ctx: ServiceContext, appId: string, inputs: EventInput[]) {
-  const errors: FieldError[] = [];
-  const now = ctx.clock();
-  const events = inputs.map((input, i) => toIngestEvent(appId, input, `/body/events/${i}`, now, errors));
-  if (errors.length > 0) {
-    const bad = new Set(errors.map((e) => e.path.split('/')[3]));
-    throw new ValidationError(
-      `${bad.size} of ${inputs.length} events are invalid (${[...bad].map((i) => `#${i}`).join(', ')}); nothing was stored.`,
-      errors,
-    );
-  }
-  const results = await ctx.ingestor.submit(events);
+export async function trackBatch(ctx: ServiceContext, app: AppRow, inputs: EventInput[]) {
+  const results = await ingest(ctx, { app, source: 'api', events: inputs, at: '/body/events' });
   const duplicates = results.filter((r) => r.duplicate).length;
   return { processed: results.length - duplicates, duplicates };
 }

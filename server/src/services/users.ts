@@ -5,12 +5,12 @@ import { ConflictError, type FieldError, NotFoundError, ValidationError } from '
 import { isUuid, uuidv7 } from '../ids.js';
 import { type Db, inTransaction, isUniqueViolation } from '../storage/handle.js';
 import {
+  addAliasIfAbsent,
   deleteAlias,
   findAlias,
   findUserByExternalId,
   findUserById,
   findUserByIdentifier,
-  insertAliasUnlessTaken,
   insertUserOrApplyProfile,
   type ProfileChange,
   renameUser,
@@ -88,7 +88,7 @@ export async function createAlias(ctx: ServiceContext, appId: string, input: Ali
         `"${input.alias_id}" is already this user's own id; an alias must be a different identifier.`,
         [{ path: '/body/alias_id', message: "is the user's own id" }],
       );
-    await insertAliasUnlessTaken(tx, appId, input.alias_id, user.id, ctx.clock());
+    await addAliasIfAbsent(tx, appId, input.alias_id, user.id, ctx.clock());
     const alias = await findAlias(tx, appId, input.alias_id);
     if (alias!.user_id !== user.id) throw new ConflictError(`"${input.alias_id}" is already an alias of another user.`);
     return { user, aliasId: input.alias_id };
@@ -123,7 +123,7 @@ export async function replaceUserId(ctx: ServiceContext, appId: string, currentI
         throw new ConflictError(`"${newId}" is already an alias of another user.`);
       // The user's own alias may become its id: it is then no longer needed as an alias.
       if (alias) await deleteAlias(tx, appId, newId);
-      return (await renameUser(tx, appId, user.id, newId, ctx.clock()))!;
+      return renameUser(tx, appId, user.id, { externalId: newId, createdVia: user.created_via, at: ctx.clock() });
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new ConflictError(`The user id "${newId}" already belongs to another user.`);

@@ -1,7 +1,10 @@
 // Which web origins may call an app's website endpoints: the origin of its website_url, or a host
 // listed in its authorized_domains (`*.example.com` matches any real subdomain, not the bare
 // domain, and never a host with an empty label such as `.example.com`).
-import type { AppRow } from '../storage/tenancy.js';
+import { isUuid } from '../ids.js';
+import { type AppRow, findApp } from '../storage/tenancy.js';
+import { appsForHost } from '../storage/website.js';
+import type { ServiceContext } from './context.js';
 
 function parse(value: string): URL | null {
   try {
@@ -62,4 +65,23 @@ export function domainCandidates(origin: string): { hostname: string; entries: s
   const entries = [url.hostname, url.host];
   for (let i = 1; i < labels.length; i++) entries.push(`*.${labels.slice(i).join('.')}`);
   return { hostname: url.hostname, entries };
+}
+
+/** What a website request may do: the app it names (a UUID, else none) and whether its origin is allowed. */
+export async function websiteAccess(
+  ctx: Pick<ServiceContext, 'db'>,
+  appId: string | undefined,
+  origin: string | null,
+): Promise<{ appId: string | undefined; app: AppRow | undefined; origin: string | null; allowed: boolean }> {
+  const app = appId !== undefined && isUuid(appId) ? await findApp(ctx.db, appId) : undefined;
+  return { appId, app, origin, allowed: app !== undefined && originAllowed(app, origin) };
+}
+
+/** A preflight names no app: it is answered for origins that some app allows. */
+export async function someAppAllows(ctx: Pick<ServiceContext, 'db'>, origin: string | null): Promise<boolean> {
+  if (origin === null) return false;
+  const candidates = domainCandidates(origin);
+  if (!candidates) return false;
+  const apps = await appsForHost(ctx.db, candidates.hostname, candidates.entries);
+  return apps.some((app) => originAllowed(app, origin));
 }

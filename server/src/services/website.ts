@@ -2,24 +2,26 @@
 // visits (classified human or bot, each also a `page_view` event), custom events, linking an
 // anonymous visitor to a known user, and Web Push subscriptions. Callers have already checked
 // that the request's origin may act for the app.
-import type { VisitRequest } from '@tally/client';
-import { type FieldError, ForbiddenError, ValidationError } from '../errors.js';
+import type { PushSubscriptionRequest, VisitRequest, WebsiteEventRequest, WebsiteUserRequest } from '@tally/client';
+import { type FieldError, ForbiddenError, refuseIfAny } from '../errors.js';
 import { uuidv7 } from '../ids.js';
 import { checkPushEndpoint } from '../push/endpoint-guard.js';
 import type { AppRow } from '../storage/tenancy.js';
-import { findAlias, findUserByExternalId, findUserByIdentifier, resolveIdentifiers } from '../storage/users.js';
 import {
-  hasAliases,
-  insertVisit,
-  latestVisitIsBot,
-  mergeUserInto,
-  moveLateEvents,
-  upsertPushSubscription,
-} from '../storage/website.js';
+  addAliasIfAbsent,
+  findAlias,
+  findUserByIdentifier,
+  insertUserIfAbsent,
+  inTransaction,
+  lockUserByExternalId,
+  renameUser,
+} from '../storage/users.js';
+import { hasAliases, mergeUserInto, moveLateEvents, upsertPushSubscription } from '../storage/website.js';
 import { classifyVisit } from './bot-detection.js';
 import type { ServiceContext } from './context.js';
 import { checkUserHash, IdentityNotVerifiedError } from './identity.js';
-import { checkIdentifier, checkProperties, checkTimestamp } from './limits.js';
+import { ingest } from './ingestion.js';
+import { checkIdentifier, checkProperties } from './limits.js';
 import { webPushPublicKey } from './push.js';
 import { upsertUser } from './users.js';
 
@@ -30,11 +32,6 @@ export interface Caller {
   ua: string | null;
 }
 
-function refuse(errors: FieldError[]): void {
-  if (errors.length > 0)
-    throw new ValidationError(`Invalid request: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
-}
-
 /**
  * Where a user came from (`users.created_via`): the REST API (and admin, demo data), a browser
  * without proof of identity, or a browser with a valid user_hash. Only `website` users may be
@@ -42,60 +39,10 @@ function refuse(errors: FieldError[]): void {
  */
 export type CreatedVia = 'api' | 'website' | 'website_verified';
 
-/** The internal id of the user `visitorId` names, created as a website user when it is new. */
-async function visitorUser(ctx: ServiceContext, appId: string, visitorId: string, at: Date): Promise<string> {
-  const known = (await resolveIdentifiers(ctx.db, appId, [visitorId])).get(visitorId);
-  if (known) return known;
-  const now = ctx.clock();
-  await ctx
-    .db('users')
-    .insert({
-      id: uuidv7(now.getTime()),
-      app_id: appId,
-      external_id: visitorId,
-      created_at: at < now ? at : now,
-      updated_at: now,
-      created_via: 'website',
-    })
-    .onConflict(['app_id', 'external_id'])
-    .ignore();
-  return (await resolveIdentifiers(ctx.db, appId, [visitorId])).get(visitorId)!;
-}
-
-/** The IP as the app's privacy setting allows it to be stored. */
-export function storedIp(app: Pick<AppRow, 'ip_mode'>, ip: string | null): string | null {
-  if (!ip || app.ip_mode === 'none') return null;
-  if (app.ip_mode !== 'truncate') return ip;
-  const v4 = /^(?:::ffff:)?(\d+\.\d+\.\d+)\.\d+$/i.exec(ip);
-  if (v4) return `${v4[1]}.0`;
-  // IPv6: keep the first three groups (a /48).
-  const [head = '', tail] = ip.split('::');
-  const first = head ? head.split(':') : [];
-  const last = tail ? tail.split(':') : [];
-  const groups = tail === undefined ? first : [...first, ...Array(8 - first.length - last.length).fill('0'), ...last];
-  return `${groups.slice(0, 3).join(':')}::`;
-}
-
-function eventTime(value: string | undefined, now: Date, path: string, errors: FieldError[]): Date {
-  if (value === undefined) return now;
-  const at = new Date(value);
-  checkTimestamp(at, now, path, errors);
-  return at;
-}
-
-export interface WebsiteUserInput {
-  websiteUrl: string;
-  email: string;
-  firstName?: string;
-  lastName?: string;
-  name?: string;
-  externalId?: string;
-}
-
-export async function upsertWebsiteUser(ctx: ServiceContext, app: AppRow, input: WebsiteUserInput) {
+export async function upsertWebsiteUser(ctx: ServiceContext, app: AppRow, input: WebsiteUserRequest) {
   const errors: FieldError[] = [];
   if (input.externalId !== undefined) checkIdentifier(input.externalId, '/body/externalId', errors);
-  refuse(errors);
+  refuseIfAny(errors);
   const key = input.externalId ?? input.email.trim().toLowerCase();
   const properties: Record<string, unknown> = {};
   if (input.firstName) properties.first_name = input.firstName;
@@ -160,11 +107,9 @@ export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInp
   if (app.bot_detection === 'off') return { logged: false, visitId: null, isBot: null };
   const now = ctx.clock();
   const errors: FieldError[] = [];
-  checkIdentifier(input.visitor_id, '/body/visitor_id', errors);
-  const at = eventTime(input.timestamp, now, '/body/timestamp', errors);
   checkProperties(input.signals, '/body/signals', errors);
   checkProperties(input.advanced_signals, '/body/advanced_signals', errors);
-  refuse(errors);
+  refuseIfAny(errors);
 
   const ua = input.ua ?? caller.ua;
   const signals = keptSignals(app, input.signals);
@@ -174,82 +119,71 @@ export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInp
     advancedSignals: app.bot_detection === 'advanced' ? input.advanced_signals : undefined,
   });
   const visitId = uuidv7(now.getTime());
-  const ip = storedIp(app, caller.ip);
-  // Created here (not by ingestion) so that the new user is marked as coming from the website.
-  const userId = await visitorUser(ctx, app.id, input.visitor_id, at);
+  const pageViewId = uuidv7(now.getTime());
   const path = input.path ?? new URL(input.visit_url).pathname;
   const properties: Record<string, unknown> = { url: input.visit_url, path, visit_id: visitId };
   if (input.referrer) properties.referrer = input.referrer;
   if (input.page_title) properties.title = input.page_title;
-  const [event] = await ctx.ingestor.submit([
-    {
-      appId: app.id,
+  const at = input.timestamp === undefined ? now : new Date(input.timestamp);
+  // The visit and its page_view are one write: neither is stored without the other.
+  await ingest(ctx, {
+    app,
+    source: 'website',
+    at: '/body',
+    names: { user_id: 'visitor_id' },
+    bot: verdict.isBot,
+    caller: { ip: caller.ip, ua },
+    now,
+    events: [
+      {
+        id: pageViewId,
+        user_id: input.visitor_id,
+        event_name: 'page_view',
+        properties,
+        ...(input.timestamp === undefined ? {} : { timestamp: input.timestamp }),
+      },
+    ],
+    visit: {
+      id: visitId,
+      app_id: app.id,
       userRef: input.visitor_id,
-      eventName: 'page_view',
-      properties,
-      ip,
+      visitor_id: input.visitor_id,
+      visit_url: input.visit_url,
+      path,
+      referrer: input.referrer ?? null,
+      page_title: input.page_title ?? null,
       ua,
-      createdAt: at,
-      receivedAt: now,
-      source: 'website',
-      isBot: verdict.isBot,
+      ip: caller.ip,
+      signals,
+      advanced_signals: app.bot_detection === 'advanced' ? (input.advanced_signals ?? null) : null,
+      is_bot: verdict.isBot,
+      bot_reason: verdict.isBot ? verdict.reasons.join(',') : null,
+      event_id: pageViewId,
+      created_at: at,
     },
-  ]);
-  await insertVisit(ctx.db, {
-    id: visitId,
-    app_id: app.id,
-    user_id: userId,
-    visitor_id: input.visitor_id,
-    visit_url: input.visit_url,
-    path,
-    referrer: input.referrer ?? null,
-    page_title: input.page_title ?? null,
-    ua,
-    ip,
-    signals,
-    advanced_signals: app.bot_detection === 'advanced' ? (input.advanced_signals ?? null) : null,
-    is_bot: verdict.isBot,
-    bot_reason: verdict.isBot ? verdict.reasons.join(',') : null,
-    event_id: event!.eventId,
-    created_at: at,
   });
   return { logged: true, visitId, isBot: verdict.isBot };
 }
 
-export interface WebsiteEventInput {
-  visitor_id: string;
-  event_name: string;
-  properties?: Record<string, unknown>;
-  url?: string;
-  timestamp?: string;
-}
-
-export async function trackWebsiteEvent(ctx: ServiceContext, app: AppRow, input: WebsiteEventInput, caller: Caller) {
-  const now = ctx.clock();
-  const errors: FieldError[] = [];
-  checkIdentifier(input.visitor_id, '/body/visitor_id', errors);
-  checkProperties(input.properties, '/body/properties', errors);
-  const at = eventTime(input.timestamp, now, '/body/timestamp', errors);
-  refuse(errors);
+export async function trackWebsiteEvent(ctx: ServiceContext, app: AppRow, input: WebsiteEventRequest, caller: Caller) {
   const properties = { ...(input.properties ?? {}) };
   if (input.url !== undefined && properties.url === undefined) properties.url = input.url;
-  // A visitor whose visits are classified as bots sends bot traffic.
-  const known = await visitorUser(ctx, app.id, input.visitor_id, at);
-  const isBot = (await latestVisitIsBot(ctx.db, app.id, known)) ?? false;
-  const [result] = await ctx.ingestor.submit([
-    {
-      appId: app.id,
-      userRef: input.visitor_id,
-      eventName: input.event_name,
-      properties,
-      ip: storedIp(app, caller.ip),
-      ua: caller.ua,
-      createdAt: at,
-      receivedAt: now,
-      source: 'website',
-      isBot,
-    },
-  ]);
+  const [result] = await ingest(ctx, {
+    app,
+    source: 'website',
+    at: '/body',
+    names: { user_id: 'visitor_id' },
+    bot: 'visitor',
+    caller,
+    events: [
+      {
+        user_id: input.visitor_id,
+        event_name: input.event_name,
+        properties,
+        ...(input.timestamp === undefined ? {} : { timestamp: input.timestamp }),
+      },
+    ],
+  });
   return result!.eventId;
 }
 
@@ -273,38 +207,29 @@ export async function identify(ctx: ServiceContext, app: AppRow, visitorId: stri
   const errors: FieldError[] = [];
   checkIdentifier(visitorId, '/body/visitor_id', errors);
   checkIdentifier(userId, '/body/user_id', errors);
-  refuse(errors);
+  refuseIfAny(errors);
   const verified = (await checkUserHash(ctx, app.id, userId, userHash)) === true;
   const now = ctx.clock();
   let merged: { from: string; to: string } | null = null;
-  const user = await ctx.db.transaction(async (trx) => {
+  const createdVia: CreatedVia = verified ? 'website_verified' : 'website';
+  const user = await inTransaction(ctx.db, async (trx) => {
     const reachable = (u: { created_via: CreatedVia }) => verified || u.created_via === 'website';
     const createUser = async () => {
-      await trx('users')
-        .insert({
-          id: uuidv7(now.getTime()),
-          app_id: app.id,
-          external_id: userId,
-          created_at: now,
-          updated_at: now,
-          created_via: verified ? 'website_verified' : 'website',
-        })
-        .onConflict(['app_id', 'external_id'])
-        .ignore();
-      const created = (await findUserByExternalId(trx, app.id, userId))!;
+      const created = await insertUserIfAbsent(trx, app.id, {
+        id: uuidv7(now.getTime()),
+        externalId: userId,
+        createdVia,
+        at: now,
+      });
       // The REST API may have created it in the meantime.
       if (!reachable(created)) throw new IdentityNotVerifiedError(NOT_VERIFIED_TARGET(userId));
       return created;
     };
-    const addAlias = (ownerId: string) =>
-      trx('user_aliases')
-        .insert({ app_id: app.id, alias_id: visitorId, user_id: ownerId, created_at: now })
-        .onConflict(['app_id', 'alias_id'])
-        .ignore();
+    const addAlias = (ownerId: string) => addAliasIfAbsent(trx, app.id, visitorId, ownerId, now);
 
     let target = await findUserByIdentifier(trx, app.id, userId);
     if (target && !reachable(target)) throw new IdentityNotVerifiedError(NOT_VERIFIED_TARGET(userId));
-    const visitor = await trx('users').where({ app_id: app.id, external_id: visitorId }).forUpdate().first();
+    const visitor = await lockUserByExternalId(trx, app.id, visitorId);
     const visitorOwner = visitor ?? (await findUserByIdentifier(trx, app.id, visitorId));
     if (!verified && visitorOwner && visitorOwner.id !== target?.id && visitorOwner.created_via !== 'website') {
       throw new IdentityNotVerifiedError(NOT_VERIFIED_VISITOR(visitorId));
@@ -323,10 +248,7 @@ export async function identify(ctx: ServiceContext, app: AppRow, visitorId: stri
     if (!anonymous) return target ?? (await createUser());
     if (!target) {
       // The visitor becomes the user: one row update keeps its whole history in place.
-      const [renamed] = await trx('users')
-        .where({ app_id: app.id, id: visitor.id })
-        .update({ external_id: userId, updated_at: now, created_via: verified ? 'website_verified' : 'website' })
-        .returning('*');
+      const renamed = await renameUser(trx, app.id, visitor.id, { externalId: userId, createdVia, at: now });
       await addAlias(visitor.id);
       return renamed;
     }
@@ -342,22 +264,16 @@ export async function identify(ctx: ServiceContext, app: AppRow, visitorId: stri
   return user as { id: string; external_id: string };
 }
 
-export interface PushSubscriptionInput {
-  visitor_id: string;
-  subscription: { endpoint: string; expirationTime?: number | null; keys: { p256dh: string; auth: string } };
-  user_hash?: string;
-}
-
 /**
  * Registers a browser's Web Push subscription for the visitor. The endpoint must be a public
  * https push service (400 otherwise); a visitor id naming a user that was not created
  * anonymously from the website needs that user's user_hash (403 IDENTITY_NOT_VERIFIED), so that
  * no page can route another user's notifications to its own browser.
  */
-export async function subscribePush(ctx: ServiceContext, app: AppRow, input: PushSubscriptionInput) {
+export async function subscribePush(ctx: ServiceContext, app: AppRow, input: PushSubscriptionRequest) {
   const errors: FieldError[] = [];
   checkIdentifier(input.visitor_id, '/body/visitor_id', errors);
-  refuse(errors);
+  refuseIfAny(errors);
   await checkPushEndpoint(input.subscription.endpoint, ctx.config.pushEndpointAllowlist, '/body/subscription/endpoint');
   const verified = (await checkUserHash(ctx, app.id, input.visitor_id, input.user_hash)) === true;
   const now = ctx.clock();
@@ -368,19 +284,12 @@ export async function subscribePush(ctx: ServiceContext, app: AppRow, input: Pus
     );
   }
   if (!user) {
-    await ctx
-      .db('users')
-      .insert({
-        id: uuidv7(now.getTime()),
-        app_id: app.id,
-        external_id: input.visitor_id,
-        created_at: now,
-        updated_at: now,
-        created_via: verified ? 'website_verified' : 'website',
-      })
-      .onConflict(['app_id', 'external_id'])
-      .ignore();
-    user = (await findUserByExternalId(ctx.db, app.id, input.visitor_id))!;
+    user = await insertUserIfAbsent(ctx.db, app.id, {
+      id: uuidv7(now.getTime()),
+      externalId: input.visitor_id,
+      createdVia: verified ? 'website_verified' : 'website',
+      at: now,
+    });
     if (!verified && user.created_via !== 'website') {
       throw new IdentityNotVerifiedError(
         `The visitor id "${input.visitor_id}" now names a user created through the REST API.`,

@@ -65,6 +65,70 @@ export async function resolveIdentifiers(db: Knex, appId: string, identifiers: s
 export const listAliases = (db: Knex, appId: string, userId: string) =>
   db<AliasRow>('user_aliases').where({ app_id: appId, user_id: userId }).orderBy('created_at');
 
+/** Sets the email and merges properties into the profiles of existing users, by external id. */
+export async function setProfiles(
+  db: Knex,
+  appId: string,
+  profiles: { externalId: string; email: string; properties: Record<string, unknown> }[],
+): Promise<void> {
+  if (profiles.length === 0) return;
+  await db.raw(
+    `update users u set email = v.email, properties = u.properties || v.props::jsonb, updated_at = now()
+     from (values ${profiles.map(() => '(?, ?, ?)').join(', ')}) as v(external_id, email, props)
+     where u.app_id = ?::uuid and u.external_id = v.external_id`,
+    [...profiles.flatMap((p) => [p.externalId, p.email, JSON.stringify(p.properties)]), appId],
+  );
+}
+
+/** Runs `fn` in one transaction (services compose storage functions inside it). */
+export { inTransaction } from './handle.js';
+
+/** Creates the user unless its external id exists already; returns the user with that external id. */
+export async function insertUserIfAbsent(
+  db: Knex,
+  appId: string,
+  user: { id: string; externalId: string; createdVia: string; at: Date },
+): Promise<UserRow> {
+  await db('users')
+    .insert({
+      id: user.id,
+      app_id: appId,
+      external_id: user.externalId,
+      created_at: user.at,
+      updated_at: user.at,
+      created_via: user.createdVia,
+    })
+    .onConflict(['app_id', 'external_id'])
+    .ignore();
+  return (await findUserByExternalId(db, appId, user.externalId))!;
+}
+
+/** The user with this external id, locked until the transaction ends. */
+export const lockUserByExternalId = (trx: Knex.Transaction, appId: string, externalId: string) =>
+  trx<UserRow>('users').where({ app_id: appId, external_id: externalId }).forUpdate().first();
+
+/** Makes `aliasId` an identifier of the user, unless it already names someone. */
+export async function addAliasIfAbsent(db: Knex, appId: string, aliasId: string, userId: string, at: Date) {
+  await db('user_aliases')
+    .insert({ app_id: appId, alias_id: aliasId, user_id: userId, created_at: at })
+    .onConflict(['app_id', 'alias_id'])
+    .ignore();
+}
+
+/** Gives the user a new external id (and origin); its history stays attached to its internal id. */
+export async function renameUser(
+  db: Knex,
+  appId: string,
+  userId: string,
+  change: { externalId: string; createdVia: string; at: Date },
+): Promise<UserRow> {
+  const [renamed] = await db('users')
+    .where({ app_id: appId, id: userId })
+    .update({ external_id: change.externalId, updated_at: change.at, created_via: change.createdVia })
+    .returning('*');
+  return renamed as UserRow;
+}
+
 /**
  * A change to a user's profile: `set` keys are merged into the stored properties, `remove` keys
  * deleted from them; email, phone and origin replace the stored values when present.
@@ -141,35 +205,6 @@ export async function insertUserOrApplyProfile(
     .returning<(UserRow & { inserted: boolean })[]>(db.raw('*, (xmax = 0) as inserted'));
   const { inserted, ...row } = rows[0]!;
   return { user: row, created: inserted };
-}
-
-/** Gives the user the external id `externalId`; returns the user as renamed. */
-export async function renameUser(
-  db: Db,
-  appId: string,
-  userId: string,
-  externalId: string,
-  at: Date,
-): Promise<UserRow | undefined> {
-  const [user] = await db('users')
-    .where({ app_id: appId, id: userId })
-    .update({ external_id: externalId, updated_at: at })
-    .returning<UserRow[]>('*');
-  return user;
-}
-
-/** Makes `aliasId` an alias of the user unless it already names someone (the existing alias wins). */
-export async function insertAliasUnlessTaken(
-  db: Db,
-  appId: string,
-  aliasId: string,
-  userId: string,
-  at: Date,
-): Promise<void> {
-  await db('user_aliases')
-    .insert({ app_id: appId, alias_id: aliasId, user_id: userId, created_at: at })
-    .onConflict(['app_id', 'alias_id'])
-    .ignore();
 }
 
 export async function deleteAlias(db: Db, appId: string, aliasId: string): Promise<void> {

@@ -35,20 +35,30 @@ export interface PushSubscriptionRow {
   updated_at: Date;
 }
 
-export async function insertVisit(db: Knex, row: Omit<VisitRow, 'received_at'>): Promise<void> {
-  await db('visits').insert({
-    ...row,
-    signals: JSON.stringify(row.signals),
-    advanced_signals: row.advanced_signals === null ? null : JSON.stringify(row.advanced_signals),
-  });
+/** Writes visits (inside the event writer's transaction, with their page_view events). */
+export async function insertVisits(db: Knex, rows: Omit<VisitRow, 'received_at'>[]): Promise<void> {
+  await db('visits').insert(
+    rows.map((row) => ({
+      ...row,
+      signals: JSON.stringify(row.signals),
+      advanced_signals: row.advanced_signals === null ? null : JSON.stringify(row.advanced_signals),
+    })),
+  );
 }
 
-/** Whether the user's latest visit was classified as a bot; null when it has no visits. */
-export async function latestVisitIsBot(db: Knex, appId: string, userId: string): Promise<boolean | null> {
-  const row = await db('visits')
-    .where({ app_id: appId, user_id: userId })
-    .orderBy('created_at', 'desc')
-    .first('is_bot');
+/** Whether the latest visit of the user an identifier names was classified as a bot; null without visits. */
+export async function latestVisitIsBot(db: Knex, appId: string, identifier: string): Promise<boolean | null> {
+  const row = await db('visits as v')
+    .join('users as u', function () {
+      this.on('u.app_id', 'v.app_id').andOn('u.id', 'v.user_id');
+    })
+    .leftJoin('user_aliases as a', function () {
+      this.on('a.app_id', 'u.app_id').andOn('a.user_id', 'u.id').andOnVal('a.alias_id', identifier);
+    })
+    .where('v.app_id', appId)
+    .andWhere((q) => q.where('u.external_id', identifier).orWhereNotNull('a.alias_id'))
+    .orderBy('v.created_at', 'desc')
+    .first('v.is_bot');
   return row ? Boolean(row.is_bot) : null;
 }
 

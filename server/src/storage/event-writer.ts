@@ -1,14 +1,15 @@
-// Event ingestion with group commit: events of concurrent requests are written together in one
+// The event writer, with group commit: events of concurrent requests are written together in one
 // transaction of multi-row statements, and each request is answered only after its rows are
-// committed. One request's events are all-or-nothing; if a grouped write fails, each request of
-// the group is retried on its own so one bad request never sinks the others.
+// committed. One request's rows are all-or-nothing (a website visit is written in the same
+// transaction as its page_view event); if a grouped write fails, each request of the group is
+// retried on its own so one bad request never sinks the others. It writes what it is given: the
+// ingestion policies (services/ingestion.ts, the only caller) have been applied before.
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { type FieldError, ValidationError } from '../errors.js';
 import { uuidv7 } from '../ids.js';
-import { codePointLength, inputViolations, MAX_REPORTED, summarise, textViolation } from '../input-rules.js';
-import { resolveIdentifiers } from '../storage/users.js';
-import { EARLIEST_EVENT_TIME, EVENT_FIELD_LIMITS } from './limits.js';
+import { DEDUP_WINDOW_DAYS } from './events.js';
+import { resolveIdentifiers } from './users.js';
+import { insertVisits, type VisitRow } from './website.js';
 
 export interface IngestEvent {
   appId: string;
@@ -22,9 +23,15 @@ export interface IngestEvent {
   /** The event's time (the client's timestamp, else receipt time). */
   createdAt: Date;
   receivedAt: Date;
-  source?: 'api' | 'website';
-  isBot?: boolean;
+  /** Where it came from: the REST API, a website (the SDK), or demo data. */
+  source: 'api' | 'website' | 'demo';
+  isBot: boolean;
+  /** An id chosen by the caller (a page view's, so that its visit can point at it). */
+  id?: string;
 }
+
+/** A visit to write with its request's events; its user is the one `userRef` names. */
+export type VisitWrite = Omit<VisitRow, 'user_id' | 'received_at'> & { userRef: string };
 
 export interface IngestResult {
   eventId: string;
@@ -34,15 +41,15 @@ export interface IngestResult {
 
 interface PendingRequest {
   events: IngestEvent[];
+  visits: VisitWrite[];
   resolve(results: IngestResult[]): void;
   reject(err: unknown): void;
 }
 
 const MAX_EVENTS_PER_TRANSACTION = 5_000;
 const ROWS_PER_STATEMENT = 1_000;
-const DEDUP_WINDOW = '7 days';
 
-export class Ingestor {
+export class EventWriter {
   private pending: PendingRequest[] = [];
   private flushing: Promise<void> | null = null;
 
@@ -51,17 +58,11 @@ export class Ingestor {
     private readonly logger: Logger,
   ) {}
 
-  /**
-   * Stores one request's events (all or none) and resolves once they are committed. Events that
-   * break the input rules are refused whole with a ValidationError (paths `/events/<i>/<field>`),
-   * whichever way they came in: HTTP requests were already checked, demo data and services not.
-   */
-  submit(events: IngestEvent[]): Promise<IngestResult[]> {
-    if (events.length === 0) return Promise.resolve([]);
-    const errors = ingestViolations(events);
-    if (errors.length > 0) return Promise.reject(new ValidationError(summarise(errors), errors));
+  /** Stores one request's events and visits (all or none) and resolves once they are committed. */
+  submit(events: IngestEvent[], visits: VisitWrite[] = []): Promise<IngestResult[]> {
+    if (events.length === 0 && visits.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
-      this.pending.push({ events, resolve, reject });
+      this.pending.push({ events, visits, resolve, reject });
       if (!this.flushing) this.flushing = this.drain();
     });
   }
@@ -94,7 +95,10 @@ export class Ingestor {
 
   private async flushGroup(group: PendingRequest[]): Promise<void> {
     try {
-      const results = await this.write(group.flatMap((r) => r.events));
+      const results = await this.write(
+        group.flatMap((r) => r.events),
+        group.flatMap((r) => r.visits),
+      );
       let offset = 0;
       for (const request of group) {
         request.resolve(results.slice(offset, offset + request.events.length));
@@ -108,7 +112,7 @@ export class Ingestor {
       this.logger.warn({ err }, 'grouped event write failed; retrying each request on its own');
       for (const request of group) {
         try {
-          request.resolve(await this.write(request.events));
+          request.resolve(await this.write(request.events, request.visits));
         } catch (single) {
           request.reject(single);
         }
@@ -116,7 +120,7 @@ export class Ingestor {
     }
   }
 
-  private write(events: IngestEvent[]): Promise<IngestResult[]> {
+  private write(events: IngestEvent[], visits: VisitWrite[]): Promise<IngestResult[]> {
     return this.db.transaction(async (trx) => {
       const results = new Array<IngestResult>(events.length);
       const byApp = new Map<string, number[]>();
@@ -126,7 +130,14 @@ export class Ingestor {
         else byApp.set(e.appId, [i]);
       });
       for (const [appId, indexes] of byApp) {
-        await writeAppEvents(trx, appId, indexes, events, results);
+        const userIds = await writeAppEvents(trx, appId, indexes, events, results);
+        const mine = visits.filter((v) => v.app_id === appId);
+        if (mine.length > 0) {
+          await insertVisits(
+            trx,
+            mine.map(({ userRef, ...v }) => ({ ...v, user_id: userIds.get(userRef)! })),
+          );
+        }
       }
       return results;
     });
@@ -139,7 +150,7 @@ async function writeAppEvents(
   indexes: number[],
   events: IngestEvent[],
   results: IngestResult[],
-): Promise<void> {
+): Promise<Map<string, string>> {
   const userIds = await resolveOrCreateUsers(
     trx,
     appId,
@@ -153,7 +164,7 @@ async function writeAppEvents(
     const insertId = events[i]!.insertId;
     if (insertId === undefined) {
       toStore.push(i);
-      results[i] = { eventId: uuidv7(events[i]!.receivedAt.getTime()), duplicate: false };
+      results[i] = { eventId: events[i]!.id ?? uuidv7(events[i]!.receivedAt.getTime()), duplicate: false };
     } else if (!firstByInsertId.has(insertId)) {
       firstByInsertId.set(insertId, i);
       results[i] = { eventId: uuidv7(events[i]!.receivedAt.getTime()), duplicate: false };
@@ -167,7 +178,7 @@ async function writeAppEvents(
       const { rows } = await trx.raw(
         `insert into event_dedup (app_id, insert_id, event_id, received_at) values ${values}
          on conflict (app_id, insert_id) do update set event_id = excluded.event_id, received_at = excluded.received_at
-         where event_dedup.received_at < excluded.received_at - interval '${DEDUP_WINDOW}'
+         where event_dedup.received_at < excluded.received_at - interval '${DEDUP_WINDOW_DAYS} days'
          returning insert_id`,
         bindings,
       );
@@ -194,7 +205,7 @@ async function writeAppEvents(
       }
     }
   }
-  if (toStore.length === 0) return;
+  if (toStore.length === 0) return userIds;
   toStore.sort((a, b) => a - b);
 
   for (const chunk of chunks(toStore, ROWS_PER_STATEMENT)) {
@@ -209,8 +220,8 @@ async function writeAppEvents(
           properties: JSON.stringify(e.properties),
           ip: e.ip ?? null,
           ua: e.ua ?? null,
-          source: e.source ?? 'api',
-          is_bot: e.isBot ?? false,
+          source: e.source,
+          is_bot: e.isBot,
           created_at: e.createdAt,
           received_at: e.receivedAt,
         };
@@ -276,14 +287,17 @@ async function writeAppEvents(
       chunk.flatMap(([name, day, n]) => [appId, name, day, n]),
     );
   }
+  return userIds;
 }
 
 /** Internal ids for every identifier of these events, creating users for unknown ones. */
 async function resolveOrCreateUsers(trx: Knex.Transaction, appId: string, events: IngestEvent[]) {
   const earliest = new Map<string, Date>();
+  const fromWebsite = new Set<string>();
   for (const e of events) {
     const seen = earliest.get(e.userRef);
     if (!seen || e.createdAt < seen) earliest.set(e.userRef, e.createdAt);
+    if (e.source === 'website') fromWebsite.add(e.userRef);
   }
   const refs = [...earliest.keys()];
   const ids = new Map<string, string>();
@@ -293,7 +307,16 @@ async function resolveOrCreateUsers(trx: Knex.Transaction, appId: string, events
   const unknown = refs.filter((r) => !ids.has(r)).sort();
   for (const chunk of chunks(unknown, ROWS_PER_STATEMENT)) {
     const inserted = await trx('users')
-      .insert(chunk.map((ref) => ({ id: uuidv7(), app_id: appId, external_id: ref, created_at: earliest.get(ref) })))
+      .insert(
+        chunk.map((ref) => ({
+          id: uuidv7(),
+          app_id: appId,
+          external_id: ref,
+          created_at: earliest.get(ref),
+          // where the user came from decides what a browser may do with it (identity verification)
+          created_via: fromWebsite.has(ref) ? 'website' : 'api',
+        })),
+      )
       .onConflict(['app_id', 'external_id'])
       .ignore()
       .returning(['id', 'external_id']);
@@ -308,42 +331,6 @@ async function resolveOrCreateUsers(trx: Knex.Transaction, appId: string, events
     }
   }
   return ids;
-}
-
-/** The input rules (../input-rules.ts) and the contract's field lengths, for events from any source. */
-export function ingestViolations(events: IngestEvent[]): FieldError[] {
-  const errors: FieldError[] = [];
-  const text = (value: string | null | undefined, path: string, max: number) => {
-    if (value === null || value === undefined) return;
-    const problem = textViolation(value);
-    if (problem) errors.push({ path, message: problem });
-    else if (value.length > max && codePointLength(value) > max)
-      errors.push({ path, message: `must NOT have more than ${max} characters` });
-  };
-  for (let i = 0; i < events.length && errors.length < MAX_REPORTED; i++) {
-    const e = events[i]!;
-    const at = `/events/${i}`;
-    text(e.eventName, `${at}/event_name`, EVENT_FIELD_LIMITS.event_name);
-    text(e.userRef, `${at}/user_id`, EVENT_FIELD_LIMITS.user_id);
-    text(e.insertId, `${at}/insert_id`, EVENT_FIELD_LIMITS.insert_id);
-    text(e.ip, `${at}/ip`, EVENT_FIELD_LIMITS.ip);
-    text(e.ua, `${at}/ua`, EVENT_FIELD_LIMITS.ua);
-    errors.push(...inputViolations(e.properties, `${at}/properties`, { freeForm: true }));
-    for (const [field, date] of [
-      ['timestamp', e.createdAt],
-      ['received_at', e.receivedAt],
-    ] as const) {
-      if (!(date instanceof Date) || Number.isNaN(date.getTime())) {
-        errors.push({ path: `${at}/${field}`, message: 'is not a valid date' });
-      } else if (date.getTime() < EARLIEST_EVENT_TIME) {
-        errors.push({
-          path: `${at}/${field}`,
-          message: 'is before 1970-01-01T00:00:00Z, the earliest event time accepted',
-        });
-      }
-    }
-  }
-  return errors.slice(0, MAX_REPORTED);
 }
 
 function chunks<T>(items: T[], size: number): T[][] {
