@@ -80,7 +80,8 @@ export async function setProfiles(
   );
 }
 
-/** Runs `fn` in one transaction (services compose storage functions inside it). */
+// Transactions are opened with inTransaction from handle.ts; still exported here for the callers
+// that import it from this module (services/website.ts).
 export { inTransaction } from './handle.js';
 
 /** Creates the user unless its external id exists already; returns the user with that external id. */
