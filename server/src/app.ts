@@ -54,7 +54,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestContextMiddleware(logger)); // request id, logger, and the context later layers fill in
 
   app.use(opsRouter(database, yaml, doc));
-  app.use(mcpJsonRpcRouter(database.knex, config));
+  app.use(mcpJsonRpcRouter(ctx));
   app.use(sdkRouter(config, logger));
   app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
   app.use(websiteGate(ctx)); // CORS and rate limits of /v1/website/*, before validation

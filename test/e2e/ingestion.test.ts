@@ -90,6 +90,8 @@ describe('a visit and its page_view', () => {
     expect(views).toEqual(['fine']);
     expect(await server.db.knex('visits').where({ app_id: t.app.id }).pluck('visitor_id')).toEqual(['fine']);
     // nor a user row for the visitor whose visit failed
-    expect(await server.db.knex('users').where({ app_id: t.app.id }).whereLike('external_id', 'doomed-%')).toHaveLength(0);
+    expect(await server.db.knex('users').where({ app_id: t.app.id }).whereLike('external_id', 'doomed-%')).toHaveLength(
+      0,
+    );
   });
 });

@@ -1,6 +1,7 @@
 // POST /v1/analytics/query and GET /v1/analytics/metrics.
 import { computeMetric } from '../analytics/metrics.js';
-import { answerQuery, toCsv } from '../analytics/query.js';
+import { toCsv } from '../analytics/query.js';
+import { queryAnalytics } from '../services/analytics.js';
 import type { ServiceContext } from '../services/context.js';
 import { timeZoneOf } from '../services/organizations.js';
 import { requireApp, restPrincipal } from './context.js';
@@ -9,20 +10,14 @@ import { type Handlers, reply } from './operations.js';
 export function analyticsHandlers(ctx: ServiceContext): Handlers<'Analytics_query' | 'Analytics_metrics'> {
   return {
     Analytics_query: async ({ body }, request) => {
-      const app = requireApp(request);
-      const answer = await answerQuery(ctx, app, await timeZoneOf(ctx, app.organization_id), body.query, {
-        owner: restPrincipal(request).keyId,
-      });
+      const { answer, body: result } = await queryAnalytics(
+        ctx,
+        requireApp(request),
+        body.query,
+        restPrincipal(request).keyId,
+      );
       if (body.format === 'csv') return reply.send('text/csv', toCsv(answer.columns, answer.rows));
-      return {
-        success: true,
-        data: answer.rows,
-        query_time_ms: answer.queryTimeMs,
-        rows_returned: answer.rows.length,
-        sql: answer.sql,
-        query_method: answer.method,
-        truncated: answer.truncated,
-      };
+      return result;
     },
     Analytics_metrics: async ({ query }, request) => {
       const app = requireApp(request);

@@ -2,12 +2,12 @@
 // outside the OpenAPI contract. Every call needs a valid X-MCP-API-Key: without one the answer
 // is HTTP 401 with a JSON-RPC error body (code -32001), after the same per-IP throttle of failed
 // authentications as the other surfaces and the per-key `mcp` rate limit. Authenticated calls
-// answer 501 until the MCP server is built.
+// are served by mcp/http.ts.
 import { type NextFunction, type Request, type Response, Router } from 'express';
-import type { Knex } from 'knex';
-import type { Config } from '../config.js';
 import { toAppError } from '../errors.js';
-import { authenticateMcp } from '../services/keys.js';
+import { jsonRpcError, serveMcp } from '../mcp/http.js';
+import type { ServiceContext } from '../services/context.js';
+import { authenticateMcp, type McpPrincipal } from '../services/keys.js';
 import { checkCredential } from './auth.js';
 import { requestContext } from './context.js';
 import { applyDecision, consume } from './rate-limit.js';
@@ -23,13 +23,15 @@ export function isJsonRpcRequest(req: Request): boolean {
   return req.method === 'GET' && (req.header('accept') ?? '').includes('text/event-stream');
 }
 
-export function mcpJsonRpcRouter(db: Knex, config: Config): Router {
+export function mcpJsonRpcRouter(ctx: ServiceContext): Router {
+  const { db, config } = ctx;
   const router = Router();
   router.all('/mcp', async (req: Request, res: Response, next: NextFunction) => {
     if (!isJsonRpcRequest(req)) return next();
+    let principal: McpPrincipal | undefined;
     try {
       await checkCredential(config, req, async () => {
-        const principal = await authenticateMcp(db, req.header('x-mcp-api-key'));
+        principal = await authenticateMcp(db, req.header('x-mcp-api-key'));
         const decision = await consume(config, 'mcp', principal.keyId);
         const refused = decision ? applyDecision(res, decision) : null;
         if (refused) throw refused;
@@ -52,11 +54,13 @@ export function mcpJsonRpcRouter(db: Knex, config: Config): Router {
       });
       return;
     }
-    res.status(501).json({
-      jsonrpc: '2.0',
-      id: null,
-      error: { code: -32601, message: 'The MCP JSON-RPC endpoint is not available in this version of Tally yet.' },
-    });
+    try {
+      await serveMcp(ctx, principal!, req, res);
+    } catch (err) {
+      const error = toAppError(err, req);
+      if (error.status >= 500) requestContext(res).log.error({ err }, 'MCP call failed');
+      if (!res.headersSent) jsonRpcError(res, error.status, -32603, error.message, { code: error.code });
+    }
   });
   return router;
 }

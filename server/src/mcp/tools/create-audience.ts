@@ -1,0 +1,47 @@
+// create_audience: an audience from criteria in plain words, through the same service as
+// POST /v1/audiences.
+import { z } from 'zod';
+import { appForMcpKey } from '../../services/access.js';
+import { createAudience as create } from '../../services/audiences.js';
+import { appIdArgument, defineTool } from '../tool.js';
+
+export const createAudience = defineTool({
+  name: 'create_audience',
+  title: 'Create an audience',
+  description:
+    'Creates an audience (a saved segment of users) from a description in plain words of who belongs in it, for example ' +
+    '"users who purchased at least twice in the last 30 days", "premium users in France", "users inactive for 14 days". ' +
+    'The description is read by the built-in engine (query_method rules, confidence 1) or, when it cannot read it and a ' +
+    "language model is configured, turned into SQL by the model (query_method llm_sql, the model's confidence). " +
+    'Returns the audience id and how many users are in it now; the audience is evaluated again whenever it is used.',
+  input: {
+    app_id: appIdArgument,
+    name: z.string().min(1).max(255).describe('A name for the audience.'),
+    description: z.string().min(1).max(2000).describe('Who belongs in the audience, in plain words.'),
+  },
+  output: {
+    audience_id: z.string(),
+    name: z.string(),
+    user_count: z.number(),
+    query_method: z.string(),
+    confidence: z.number(),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  writes: true,
+  async run(args, { ctx, principal }) {
+    const app = await appForMcpKey(ctx.db, principal, args.app_id);
+    const created = await create(ctx, app.id, {
+      name: args.name,
+      description: args.description,
+      criteria: args.description,
+    });
+    return {
+      audience_id: created.audience.id,
+      name: created.audience.name,
+      user_count: created.userCount,
+      query_method: created.queryMethod,
+      confidence: created.confidence,
+    };
+  },
+  summary: (r) => `Audience ${r.audience_id} created with ${r.user_count} user${r.user_count === 1 ? '' : 's'}.`,
+});

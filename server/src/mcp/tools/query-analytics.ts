@@ -1,0 +1,40 @@
+// query_analytics: a question in plain words or one SQL SELECT, through the same engine and SQL
+// sandbox as POST /v1/analytics/query, with the same result.
+import { z } from 'zod';
+import { appForMcpKey } from '../../services/access.js';
+import { queryAnalytics as answer } from '../../services/analytics.js';
+import { appIdArgument, DATA_DISCLAIMER, defineTool } from '../tool.js';
+
+export const queryAnalytics = defineTool({
+  name: 'query_analytics',
+  title: 'Ask an analytics question',
+  description:
+    'Answers a question about an app\'s events and users, asked in plain words ("daily active users last week", ' +
+    '"top 5 events this month", "revenue by country in October") or as one SQL SELECT over the relations ' +
+    'events(id, user_id, event_name, properties, created_at) and users(id, user_id, email, phone, properties, origin, ' +
+    'created_at, last_active, event_count), already restricted to the app. Returns the rows, the SQL that ran and how the ' +
+    'question was read (query_method: rules for the built-in engine, llm or llm_sql when a language model helped, sql for ' +
+    'SQL). A question it cannot read is refused with the words it did not understand and suggestions.' +
+    DATA_DISCLAIMER,
+  input: {
+    app_id: appIdArgument,
+    query: z.string().min(1).max(20_000).describe('The question in plain words, or one SQL SELECT.'),
+  },
+  output: {
+    success: z.literal(true),
+    data: z.array(z.record(z.string(), z.unknown())),
+    query_time_ms: z.number(),
+    rows_returned: z.number(),
+    sql: z.string(),
+    query_method: z.string(),
+    truncated: z.boolean(),
+  },
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  writes: false,
+  async run(args, { ctx, principal }) {
+    const app = await appForMcpKey(ctx.db, principal, args.app_id);
+    return (await answer(ctx, app, args.query, principal.keyId)).body;
+  },
+  summary: (r) =>
+    `${r.rows_returned} row${r.rows_returned === 1 ? '' : 's'} (${r.query_method})${r.truncated ? ', truncated at the cap' : ''}.`,
+});

@@ -1,0 +1,316 @@
+// The MCP v2 JSON-RPC server through the SDK's own Client over Streamable HTTP on a real port:
+// initialize and sessions (database-backed: idle expiry, 20 per key, served by a second
+// instance), tools with output schemas checked by the client, permissions, tenancy, and the same
+// figures as REST.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startServerProcess } from '../helpers/process-server.js';
+import { startTestServer, TEST_ADMIN_TOKEN, type Tenant, type TestServer } from '../helpers/server.js';
+
+let server: TestServer;
+let tenant: Tenant;
+let other: Tenant;
+let readOnly: Tenant;
+
+async function connect(url: string, key: string, extraHeaders: Record<string, string> = {}) {
+  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+    requestInit: { headers: { 'X-MCP-API-Key': key, ...extraHeaders } },
+  });
+  const client = new Client({ name: 'tally-test', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+const rpc = (url: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${url}/mcp`, {
+    method: 'POST',
+    headers: {
+      'X-MCP-API-Key': key,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+      ...headers,
+    },
+    body: JSON.stringify(body),
+  });
+
+const initialize = (id = 1) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+});
+
+beforeAll(async () => {
+  server = await startTestServer();
+  tenant = await server.createTenant();
+  other = await server.createTenant();
+  readOnly = await server.createTenant({ organizationId: tenant.organization.id, mcpPermissions: ['read'] });
+  await tenant.client.eventsTrackBatch({
+    body: {
+      events: Array.from({ length: 30 }, (_, i) => ({
+        user_id: `m-${i % 5}`,
+        event_name: i % 3 === 0 ? 'purchase' : 'view_item',
+        properties: i % 3 === 0 ? { revenue: 10 } : {},
+      })),
+    },
+  });
+  await other.client.eventsTrack({ body: { user_id: 'secret', event_name: 'OTHER-ORG-SECRET' } });
+}, 60_000);
+afterAll(() => server?.close());
+
+describe('initialize and sessions', () => {
+  it('negotiates 2025-11-25 and names the session in the result and both headers', async () => {
+    const res = await rpc(server.url, tenant.mcpKey, initialize());
+    expect(res.status).toBe(200);
+    const id = res.headers.get('mcp-session-id');
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(res.headers.get('x-mcp-session-id')).toBe(id);
+    const body = (await res.json()) as { result: Record<string, unknown> };
+    expect(body.result).toMatchObject({
+      protocolVersion: '2025-11-25',
+      serverInfo: { name: 'tally', version: '2.0.0' },
+      transport: { type: 'streamable-http', sessionId: id },
+    });
+  });
+
+  it('works with the SDK client, and with the session carried by X-MCP-Session-Id alone', async () => {
+    const { client, transport } = await connect(server.url, tenant.mcpKey);
+    expect(client.getServerVersion()).toMatchObject({ name: 'tally', version: '2.0.0' });
+    const id = transport.sessionId!;
+    await client.close();
+    const res = await rpc(
+      server.url,
+      tenant.mcpKey,
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      { 'X-MCP-Session-Id': id },
+    );
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { result: { tools: { name: string }[] } };
+    expect(body.result.tools.map((t) => t.name)).toContain('query_analytics');
+  });
+
+  it('answers 400 without a session, 404 for an unknown or expired one, and another key cannot use it', async () => {
+    const list = { jsonrpc: '2.0', id: 3, method: 'tools/list' };
+    expect((await rpc(server.url, tenant.mcpKey, list)).status).toBe(400);
+    const unknown = await rpc(server.url, tenant.mcpKey, list, {
+      'Mcp-Session-Id': '00000000-0000-4000-8000-000000000000',
+    });
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { code: number } }).error.code).toBe(-32001);
+    const opened = await rpc(server.url, tenant.mcpKey, initialize());
+    const id = opened.headers.get('mcp-session-id')!;
+    expect((await rpc(server.url, other.mcpKey, list, { 'Mcp-Session-Id': id })).status).toBe(404);
+    await server.db
+      .knex('mcp_sessions')
+      .where({ id })
+      .update({ last_seen_at: new Date(Date.now() - 31 * 60_000) });
+    expect((await rpc(server.url, tenant.mcpKey, list, { 'Mcp-Session-Id': id })).status).toBe(404);
+  });
+
+  it('refuses the 21st open session of a key with 429, and DELETE closes one', async () => {
+    const t = await server.createTenant();
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await rpc(server.url, t.mcpKey, initialize(i));
+      expect(res.status).toBe(200);
+      ids.push(res.headers.get('mcp-session-id')!);
+    }
+    const refused = await rpc(server.url, t.mcpKey, initialize(21));
+    expect(refused.status).toBe(429);
+    const body = (await refused.json()) as { error: { message: string; data: Record<string, unknown> } };
+    expect(body.error.message).toMatch(/20/);
+    expect(body.error.data).toMatchObject({ code: 'RATE_LIMIT_EXCEEDED', limit: 20 });
+    const closed = await fetch(`${server.url}/mcp`, {
+      method: 'DELETE',
+      headers: { 'X-MCP-API-Key': t.mcpKey, 'Mcp-Session-Id': ids[0]! },
+    });
+    expect(closed.status).toBe(200);
+    expect((await rpc(server.url, t.mcpKey, initialize(22))).status).toBe(200);
+  });
+
+  it('is served by a second server instance on the same database', async () => {
+    const second = await startTestServer({}, { database: server.db });
+    try {
+      const { client, transport } = await connect(server.url, tenant.mcpKey);
+      const id = transport.sessionId!;
+      await client.close();
+      const res = await rpc(
+        second.url,
+        tenant.mcpKey,
+        { jsonrpc: '2.0', id: 9, method: 'tools/list' },
+        { 'Mcp-Session-Id': id },
+      );
+      expect(res.status).toBe(200);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it.runIf(process.env.TEST_DATABASE_URL)(
+    'is resumed by a second server process on the same PostgreSQL database',
+    async () => {
+      const target = inject('database');
+      if (target.kind !== 'postgres') return;
+      const second = await startServerProcess({ DATABASE_URL: target.url, ADMIN_TOKEN: TEST_ADMIN_TOKEN });
+      try {
+        const { client, transport } = await connect(server.url, tenant.mcpKey);
+        const id = transport.sessionId!;
+        await client.close();
+        // the other process carries on with the session the first one opened
+        const res = await rpc(
+          second.url,
+          tenant.mcpKey,
+          { jsonrpc: '2.0', id: 9, method: 'tools/list' },
+          { 'Mcp-Session-Id': id },
+        );
+        expect(res.status).toBe(200);
+        const body = (await res.json()) as { result: { tools: unknown[] } };
+        expect(body.result.tools.length).toBeGreaterThan(3);
+      } finally {
+        await second.stop();
+      }
+    },
+    90_000,
+  );
+
+  it('answers GET with an event stream 405, which the SDK client accepts', async () => {
+    const res = await fetch(`${server.url}/mcp`, {
+      headers: { 'X-MCP-API-Key': tenant.mcpKey, accept: 'text/event-stream', 'Mcp-Session-Id': 'x' },
+    });
+    expect(res.status).toBe(405);
+  });
+});
+
+describe('tools', () => {
+  it('lists every tool with a title, a description, input and output schemas and annotations', async () => {
+    const { client } = await connect(server.url, tenant.mcpKey);
+    const { tools } = await client.listTools();
+    for (const tool of tools) {
+      expect(tool.title, tool.name).toBeTruthy();
+      expect(tool.description!.length, tool.name).toBeGreaterThan(80);
+      expect(tool.inputSchema.type).toBe('object');
+      expect(tool.outputSchema?.type, tool.name).toBe('object');
+      expect(tool.annotations).toMatchObject({ readOnlyHint: expect.any(Boolean), openWorldHint: false });
+    }
+    const { prompts } = await client.listPrompts();
+    expect(prompts.map((p) => p.name)).toEqual(['weekly_engagement_report', 'funnel_diagnosis']);
+    await client.close();
+  });
+
+  it('gives the same figures as REST for get_metrics and query_analytics', async () => {
+    const { client } = await connect(server.url, tenant.mcpKey);
+    const mcp = await client.callTool({ name: 'get_metrics', arguments: { app_id: tenant.app.id, metric: 'dau' } });
+    expect(mcp.isError).toBeFalsy();
+    const rest = await tenant.client.analyticsMetrics({ query: { app_id: tenant.app.id, metric: 'dau' } });
+    expect(mcp.structuredContent).toEqual(rest.data);
+    const sql = 'SELECT event_name, count(*) AS n FROM events GROUP BY 1 ORDER BY 1';
+    const q = await client.callTool({ name: 'query_analytics', arguments: { app_id: tenant.app.id, query: sql } });
+    const r = await tenant.client.analyticsQuery({ body: { app_id: tenant.app.id, query: sql } });
+    expect((q.structuredContent as { data: unknown }).data).toEqual(r.data!.data);
+    expect((q.structuredContent as { data: unknown }).data).toEqual([
+      { event_name: 'purchase', n: 10 },
+      { event_name: 'view_item', n: 20 },
+    ]);
+    // the text quotes the data after saying it is data, not instructions
+    const text = (q.content as { type: string; text: string }[])[0]!.text;
+    expect(text).toMatch(/data recorded by the app/);
+    await client.close();
+  });
+
+  it('lists and defines tracked events', async () => {
+    const { client } = await connect(server.url, tenant.mcpKey);
+    const listed = await client.callTool({ name: 'list_event_dictionary', arguments: { app_id: tenant.app.id } });
+    const events = (
+      listed.structuredContent as { events: { event_name: string; volume_30d: number; defined: boolean }[] }
+    ).events;
+    expect(events.map((e) => [e.event_name, e.volume_30d, e.defined]).sort()).toEqual([
+      ['purchase', 10, false],
+      ['view_item', 20, false],
+    ]);
+    const defined = await client.callTool({
+      name: 'update_event_definition',
+      arguments: {
+        app_id: tenant.app.id,
+        event_name: 'purchase',
+        description: 'A completed order',
+        properties: { revenue: 'Order total' },
+      },
+    });
+    expect(defined.structuredContent).toMatchObject({
+      event_name: 'purchase',
+      defined: true,
+      properties: { revenue: 'Order total' },
+    });
+    const undefinedOnly = await client.callTool({
+      name: 'list_event_dictionary',
+      arguments: { app_id: tenant.app.id, only_undefined: true, search: 'VIEW' },
+    });
+    expect(
+      (undefinedOnly.structuredContent as { events: { event_name: string }[] }).events.map((e) => e.event_name),
+    ).toEqual(['view_item']);
+    const missing = await client.callTool({
+      name: 'update_event_definition',
+      arguments: { app_id: tenant.app.id, event_name: 'never_tracked', description: 'x' },
+    });
+    expect(missing.isError).toBe(true);
+    await client.close();
+  });
+
+  it('refuses write tools to a read-only key, with INSUFFICIENT_PERMISSIONS', async () => {
+    const { client } = await connect(server.url, readOnly.mcpKey);
+    for (const [name, args] of [
+      ['update_event_definition', { app_id: tenant.app.id, event_name: 'purchase', description: 'x' }],
+      ['create_audience', { app_id: tenant.app.id, name: 'x', description: 'users who did purchase' }],
+    ] as const) {
+      const result = await client.callTool({ name, arguments: args });
+      expect(result.isError, name).toBe(true);
+      expect((result.content as { text: string }[])[0]!.text, name).toMatch(/^INSUFFICIENT_PERMISSIONS/);
+    }
+    // reading works
+    const read = await client.callTool({ name: 'list_event_dictionary', arguments: { app_id: tenant.app.id } });
+    expect(read.isError).toBeFalsy();
+    await client.close();
+  });
+
+  it("never reaches another organization's app through any tool", async () => {
+    const { client } = await connect(server.url, tenant.mcpKey);
+    const { tools } = await client.listTools();
+    for (const tool of tools) {
+      const args: Record<string, unknown> = { app_id: other.app.id };
+      if (tool.name === 'get_metrics') args.metric = 'dau';
+      if (tool.name === 'query_analytics') args.query = 'SELECT event_name FROM events';
+      if (tool.name === 'create_audience') Object.assign(args, { name: 'x', description: 'all users' });
+      if (tool.name === 'update_event_definition')
+        Object.assign(args, { event_name: 'OTHER-ORG-SECRET', description: 'x' });
+      const result = await client.callTool({ name: tool.name, arguments: args });
+      expect(result.isError, tool.name).toBe(true);
+      expect(JSON.stringify(result), tool.name).not.toContain('OTHER-ORG-SECRET');
+      expect((result.content as { text: string }[])[0]!.text, tool.name).toMatch(/^NOT_FOUND/);
+    }
+    await client.close();
+  });
+
+  it('checks arguments: a bad metric and a NUL byte are refused', async () => {
+    const { client } = await connect(server.url, tenant.mcpKey);
+    const bad = await client.callTool({ name: 'get_metrics', arguments: { app_id: tenant.app.id, metric: 'nope' } });
+    expect(bad.isError).toBe(true);
+    await client.close();
+    const opened = await rpc(server.url, tenant.mcpKey, initialize());
+    const id = opened.headers.get('mcp-session-id')!;
+    const nul = await rpc(
+      server.url,
+      tenant.mcpKey,
+      {
+        jsonrpc: '2.0',
+        id: 5,
+        method: 'tools/call',
+        params: { name: 'query_analytics', arguments: { query: 'a\u0000b' } },
+      },
+      { 'Mcp-Session-Id': id },
+    );
+    expect(nul.status).toBe(400);
+    expect(((await nul.json()) as { error: { code: number } }).error.code).toBe(-32602);
+  });
+});
