@@ -39,7 +39,6 @@ const EXEMPT = [
   // pass on; `Db` from storage/handle.ts replaces it.
   'server/src/http/access.ts',
   'server/src/http/auth.ts',
-  'server/src/http/mcp-jsonrpc.ts',
 ];
 
 const DRIVERS = /^(knex|pg|pg-(?!boss(?:\/|$))[a-z-]+|@types\/pg[a-z-]*|postgres|@electric-sql\/pglite[a-z-]*)(\/.*)?$/;
