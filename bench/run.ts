@@ -1,8 +1,9 @@
-// `npm run bench [-- ingest|analytics]`: runs the benchmarks and prints their figures as JSON
+// `npm run bench [-- ingest|analytics|nl]`: runs the benchmarks and prints their figures as JSON
 // lines. BENCH_DATABASE_URL (a PostgreSQL server where the benchmarks may create databases) adds
 // the PostgreSQL passes; the analytics benchmark runs only there.
 import { benchAnalytics } from './analytics.js';
 import { benchIngest } from './ingest.js';
+import { benchNl } from './nl.js';
 
 const only = process.argv[2];
 const pg = process.env.BENCH_DATABASE_URL;
@@ -11,3 +12,4 @@ if (only === undefined || only === 'ingest') {
   if (pg) console.log(JSON.stringify(await benchIngest('postgresql', pg)));
 }
 if ((only === undefined || only === 'analytics') && pg) console.log(JSON.stringify(await benchAnalytics(pg)));
+if (only === undefined || only === 'nl') console.log(JSON.stringify(await benchNl()));

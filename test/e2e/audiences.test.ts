@@ -138,7 +138,10 @@ describe('POST /v1/audiences: what is stored and answered', () => {
       name: 'Loyal buyers',
       user_count: 1,
       created_at: expect.any(String),
-      message: 'Audience created with 1 user, understood as: did "purchase" at least 3 times in the last 30 days.',
+      message: expect.stringMatching(
+        /^Audience created with 1 user, understood as: users who did "purchase" event at least 3 times in the last 30 days \(\d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d\)\.$/,
+      ),
+      interpretation: expect.stringContaining('users who did "purchase" event at least 3 times in the last 30 days'),
       query_method: 'rules',
       confidence: 1,
     });
@@ -152,8 +155,14 @@ describe('POST /v1/audiences: what is stored and answered', () => {
       user_count: '1',
       sql: null,
       definition: {
-        version: 1,
-        where: { type: 'event', event: 'purchase', min: 3, max: null, range: { from: { ago: 30, unit: 'day' } } },
+        version: 2,
+        where: {
+          type: 'did',
+          events: ['purchase'],
+          filters: [],
+          times: { gte: 3 },
+          period: { from: { unit: 'day', offset: -29 }, to: { unit: 'day', offset: 1 }, label: 'the last 30 days' },
+        },
       },
     });
   });
@@ -162,10 +171,11 @@ describe('POST /v1/audiences: what is stored and answered', () => {
     const { data } = await create('users who did purchase in the last 5 days');
     const ctx = serviceContext(server);
     const now = Date.now();
-    const later = serviceContext(server, () => new Date(now + 3.5 * 86_400_000)); // three and a half days on
+    const later = serviceContext(server, () => new Date(now + 3 * 86_400_000)); // three days on
     expect((await audienceMembers(ctx, tenant.app.id, data!.audience_id, { limit: 10, offset: 0 })).total).toBe(2);
     const page = await audienceMembers(later, tenant.app.id, data!.audience_id, { limit: 10, offset: 0 });
-    // ann's purchase is then 4.5 days old, ben's 5.5 days: only ann is still a member.
+    // "the last 5 days" are then that day and the 4 before: ann's purchase (4 days before) is in
+    // them, ben's (5 days before) is not.
     expect(page.users.map((u) => u.user_id)).toEqual(['ann']);
   });
 
@@ -174,7 +184,16 @@ describe('POST /v1/audiences: what is stored and answered', () => {
     expect(response.status).toBe(400);
     expect(error).toMatchObject({
       code: 'QUERY_NOT_UNDERSTOOD',
-      details: { examples: expect.any(Array), reason: expect.stringContaining('like'), near: 'like cats' },
+      details: {
+        examples: expect.any(Array),
+        reason: expect.stringContaining('cats'),
+        unknown: ['cats'],
+        suggestions: {
+          events: expect.arrayContaining(['purchase']),
+          properties: expect.any(Array),
+          rephrasings: expect.any(Array),
+        },
+      },
     });
     const examples = (error!.details as { examples: string[] }).examples;
     expect(examples.length).toBeGreaterThan(3);
@@ -295,7 +314,8 @@ describe('criteria the rules engine does not understand, with a language model',
   beforeAll(async () => {
     fake = await startFakeOpenAi((req) => {
       const criteria = req.messages.find((m) => m.role === 'user')?.content ?? '';
-      const answer = answers.get(criteria);
+      const schema = req.response_format?.json_schema?.name;
+      const answer = answers.get(`${schema}:${criteria}`) ?? answers.get(criteria);
       if (answer === undefined) return { status: 500, body: { error: { message: 'boom', type: 'server_error' } } };
       return JSON.stringify(answer);
     });
@@ -316,6 +336,67 @@ describe('criteria the rules engine does not understand, with a language model',
     const { data } = await ask('users who did purchase');
     expect(data).toMatchObject({ query_method: 'rules', confidence: 1, user_count: 2 });
     expect(fake.requests.length).toBe(calls);
+  });
+
+  it("lets the model fill the same condition AST (structured output), checked and compiled like the engine's", async () => {
+    const criteria = 'our most loyal shoppers';
+    const none = { of: null, events: null, filters: null, period: null, times: null, total: null, filter: null };
+    answers.set(`audience_criteria:${criteria}`, {
+      understood: true,
+      confidence: 0.8,
+      where: {
+        ...none,
+        type: 'did',
+        events: ['purchase'],
+        filters: [],
+        times: { gt: null, gte: 2, lt: null, lte: null },
+      },
+    });
+    const { data, error } = await ask(criteria);
+    expect(error).toBeUndefined();
+    // ann has four purchases; ben one; eve's are bot traffic
+    expect(data).toMatchObject({ success: true, query_method: 'llm', confidence: 0.8, user_count: 1 });
+    expect(data!.interpretation).toBe('users who did "purchase" event at least 2 times');
+    const request = fake.requests.at(-1)!;
+    expect(request.response_format).toMatchObject({
+      type: 'json_schema',
+      json_schema: { name: 'audience_criteria', strict: true, schema: { type: 'object', additionalProperties: false } },
+    });
+    expect(request.messages[0]!.content).toContain('event "purchase"');
+    const row = await llmServer.db.knex('audiences').where({ id: data!.audience_id }).first();
+    expect(row).toMatchObject({
+      query_method: 'llm',
+      sql: null,
+      definition: { version: 2, where: { type: 'did', events: ['purchase'] } },
+    });
+    expect(
+      (
+        await audienceMembers(serviceContext(llmServer), t.app.id, data!.audience_id, { limit: 10, offset: 0 })
+      ).users.map((u) => u.user_id),
+    ).toEqual(['ann']);
+  });
+
+  it('does not trust a model condition naming what the app does not have: it falls back to SQL, else refuses', async () => {
+    const criteria = 'whales of the spring sale';
+    answers.set(`audience_criteria:${criteria}`, {
+      understood: true,
+      confidence: 0.9,
+      where: {
+        type: 'did',
+        of: null,
+        events: ['refund'],
+        filters: [],
+        period: null,
+        times: null,
+        total: null,
+        filter: null,
+      },
+    });
+    answers.set(`audience_sql:${criteria}`, { sql: '', confidence: 0 });
+    const { error, response } = await ask(criteria);
+    expect(response.status).toBe(400);
+    expect(error).toMatchObject({ code: 'QUERY_NOT_UNDERSTOOD' });
+    expect(fake.requests.at(-1)!.response_format).toMatchObject({ json_schema: { name: 'audience_sql' } });
   });
 
   it('runs the SQL the model writes in the sandbox and stores it with the stated confidence', async () => {
@@ -361,8 +442,8 @@ describe('criteria the rules engine does not understand, with a language model',
   });
 
   it('refuses SQL that returns no user_id column', async () => {
-    answers.set('emails of everyone', { sql: 'select email from users', confidence: 0.9 });
-    const { error, response } = await ask('emails of everyone');
+    answers.set('the newsletter mailing list', { sql: 'select email from users', confidence: 0.9 });
+    const { error, response } = await ask('the newsletter mailing list');
     expect(response.status).toBe(400);
     expect(error).toMatchObject({ code: 'QUERY_REJECTED', message: expect.stringContaining('user_id') });
   });

@@ -75,6 +75,9 @@ export async function startTestServer(
     PORT: '0',
     DATA_DIR: dataDir,
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    // Tests run on busy shared machines: the embedded time cap (2 s by default) is set by the
+    // tests that are about it, and generous elsewhere.
+    EMBEDDED_QUERY_TIMEOUT_MS: '15000',
     ...env,
   });
   const running = await startServer(config, createLogger(config.logLevel), {

@@ -199,6 +199,27 @@ describe('tools', () => {
     await client.close();
   });
 
+  it('documents exactly the registered tools at GET /mcp/docs', async () => {
+    const res = await fetch(`${server.url}/mcp/docs`, { headers: { 'X-MCP-API-Key': tenant.mcpKey } });
+    expect(res.status).toBe(200);
+    const docs = (await res.json()) as {
+      methods: string[];
+      tools: { name: string; description: string; inputSchema: unknown }[];
+      editor_config: { mcpServers: Record<string, { url: string; headers: Record<string, string> }> };
+    };
+    expect(docs.methods).toEqual(expect.arrayContaining(['initialize', 'tools/list', 'tools/call']));
+    const { client } = await connect(server.url, tenant.mcpKey);
+    const { tools } = await client.listTools();
+    expect(docs.tools).toEqual(
+      tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
+    );
+    expect(docs.editor_config.mcpServers.tally).toMatchObject({
+      url: `${server.url}/mcp`,
+      headers: { 'X-MCP-API-Key': expect.any(String) },
+    });
+    await client.close();
+  });
+
   it('gives the same figures as REST for get_metrics and query_analytics', async () => {
     const { client } = await connect(server.url, tenant.mcpKey);
     const mcp = await client.callTool({ name: 'get_metrics', arguments: { app_id: tenant.app.id, metric: 'dau' } });

@@ -136,7 +136,10 @@ describe.runIf(embedded)('embedded', () => {
     expect([a.body.code, b.body.code]).toEqual(['QUERY_TIMEOUT', 'QUERY_TIMEOUT']);
     // /healthz does not wait for the database; the event waits for the running query only
     expect(order.indexOf('healthz')).toBeLessThan(order.indexOf('first'));
-    expect(order.indexOf('event')).toBeLessThan(order.indexOf('second'));
+    expect(
+      order.indexOf('event'),
+      JSON.stringify({ order, a: a.body, b: b.body, ack: ack.response.status }),
+    ).toBeLessThan(order.indexOf('second'));
     const stored = await sandbox(other, "SELECT count(*) AS n FROM events WHERE event_name = 'during_sandbox_query'");
     expect(stored.body.data).toEqual([{ n: 1 }]);
   }, 60_000);

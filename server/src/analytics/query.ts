@@ -1,24 +1,24 @@
-// POST /v1/analytics/query: SQL goes to the sandbox as is; a question goes to the built-in engine
-// first, then (when an LLM is configured) to the model, whose SQL runs in the same sandbox.
+// POST /v1/analytics/query: SQL goes to the sandbox as is; a question goes to the natural-language
+// engine (language/), then, when a language model is configured, to the model filling the same
+// query AST, and only then to SQL written by the model, which runs in the same sandbox.
 import { parse } from 'libpg-query';
-import { AppError } from '../errors.js';
+import { describeQuery } from '../language/index.js';
 import { LlmError } from '../llm/index.js';
 import type { ServiceContext } from '../services/context.js';
-import { compileQuestion, loadLexicon, NL_EXAMPLES } from './nl/index.js';
+import { languageContext, readQuestion, refusal } from '../services/language.js';
+import { analyticsSqlPrompt } from '../services/language-prompts.js';
+import { compileQuery } from '../storage/language-sql.js';
 import { runOverRelations, runSandboxedQuery, type SandboxResult } from './sandbox.js';
-import { localDate } from './time.js';
 
-export type QueryMethod = 'rules' | 'llm_sql' | 'sql';
+export type QueryMethod = 'rules' | 'llm' | 'llm_sql' | 'sql';
 
 export interface QueryAnswer extends SandboxResult {
   method: QueryMethod;
   queryTimeMs: number;
-}
-
-export class QueryNotUnderstoodError extends AppError {
-  constructor(message: string) {
-    super(400, 'QUERY_NOT_UNDERSTOOD', message, { examples: NL_EXAMPLES });
-  }
+  /** What was computed, over which period (one sentence). */
+  interpretation: string;
+  /** 1 for the built-in engine and caller SQL; the model's own confidence otherwise. */
+  confidence: number;
 }
 
 /** True when the text is SQL rather than a question: it starts like a query or parses as SQL. */
@@ -32,81 +32,74 @@ export async function looksLikeSql(text: string): Promise<boolean> {
   }
 }
 
-const LLM_SCHEMA = {
+const LLM_SQL_SCHEMA = {
   type: 'object',
   properties: {
-    sql: { type: 'string', description: 'One PostgreSQL SELECT statement answering the question.' },
-    explanation: { type: 'string', description: 'One sentence on what the query computes.' },
+    sql: {
+      type: 'string',
+      description: 'One PostgreSQL SELECT statement answering the question, or "" if impossible.',
+    },
+    explanation: { type: 'string', description: 'One sentence on what the query computes, over which period.' },
   },
   required: ['sql', 'explanation'],
   additionalProperties: false,
 };
 
-function llmSystemPrompt(timeZone: string, today: string, lexicon: { events: string[]; properties: string[] }) {
-  return [
-    'You translate analytics questions into one PostgreSQL SELECT statement.',
-    'Only two relations exist, already restricted to the app:',
-    '  events(id uuid, user_id text, event_name text, properties jsonb, created_at timestamptz)',
-    '  users(id uuid, user_id text, email text, phone text, properties jsonb, origin jsonb, created_at timestamptz, last_active timestamptz, event_count bigint)',
-    'events.user_id and users.user_id are the same identifier. Do not qualify names with a schema.',
-    'Use only common functions (count, sum, avg, min, max, date_trunc, to_char, coalesce, jsonb operators).',
-    `The organization's time zone is ${timeZone}; today is ${today} there. Use created_at AT TIME ZONE '${timeZone}' for days.`,
-    `Event names: ${lexicon.events.slice(0, 100).join(', ') || '(none yet)'}.`,
-    `Event property keys: ${lexicon.properties.slice(0, 100).join(', ') || '(none yet)'}.`,
-  ].join('\n');
-}
-
 export async function answerQuery(
   ctx: ServiceContext,
   app: { id: string },
-  timeZone: string,
   query: string,
   /** `owner`: whose sandbox concurrency the query counts against (the API key). */
   extra: { owner?: string } = {},
 ): Promise<QueryAnswer> {
   const options = { timeoutMs: ctx.config.analyticsQueryTimeoutMs, owner: extra.owner };
   const started = performance.now();
-  const done = (result: SandboxResult, method: QueryMethod): QueryAnswer => ({
+  const done = (result: SandboxResult, method: QueryMethod, interpretation: string, confidence = 1): QueryAnswer => ({
     ...result,
     method,
+    interpretation,
+    confidence,
     queryTimeMs: Math.max(0, Math.round(performance.now() - started)),
   });
 
-  if (await looksLikeSql(query)) return done(await runSandboxedQuery(ctx, app.id, query, options), 'sql');
-
-  const now = ctx.clock();
-  const lexicon = await loadLexicon(ctx.db, app.id);
-  const compiled = compileQuestion(query, lexicon, timeZone, now);
-  if (compiled) {
+  if (await looksLikeSql(query)) {
+    return done(await runSandboxedQuery(ctx, app.id, query, options), 'sql', 'Your SQL, run in the sandbox.');
+  }
+  const lc = await languageContext(ctx, app.id);
+  const read = await readQuestion(ctx, lc, query);
+  if (read.method !== 'llm_sql') {
+    const compiled = compileQuery(read.ast, lc.compile);
     const result = await runOverRelations(ctx, app.id, compiled.statement, compiled.params, options);
-    return done({ ...result, sql: compiled.display }, 'rules');
+    let interpretation = describeQuery(read.ast, lc.clock);
+    if (read.corrections.length > 0) {
+      interpretation = `${interpretation.replace(/\.$/, '')} (reading ${read.corrections.map(([a, b]) => `"${a}" as "${b}"`).join(', ')}).`;
+    }
+    return done({ ...result, sql: compiled.display }, read.method, interpretation, read.confidence);
   }
-  if (!ctx.llm) {
-    throw new QueryNotUnderstoodError(
-      'The built-in engine does not understand that question, and no language model is configured. Rephrase it like one of the examples, or send SQL.',
-    );
-  }
-  let answer: { sql?: unknown };
+  // Last resort: SQL written by the model, in the sandbox.
+  let answer: { sql?: unknown; explanation?: unknown };
   try {
-    answer = await ctx.llm.json<{ sql: string; explanation: string }>({
-      system: llmSystemPrompt(timeZone, localDate(now, timeZone), lexicon),
+    answer = await ctx.llm!.json<{ sql: string; explanation: string }>({
+      system: analyticsSqlPrompt(lc),
       prompt: query,
       schemaName: 'analytics_sql',
-      schema: LLM_SCHEMA,
+      schema: LLM_SQL_SCHEMA,
     });
   } catch (err) {
     ctx.logger.warn(
       { err: err instanceof LlmError ? err.message : err },
       'language model failed on an analytics question',
     );
-    throw new QueryNotUnderstoodError(
-      'The built-in engine does not understand that question, and the language model did not answer. Rephrase it like one of the examples, or send SQL.',
-    );
+    throw refusal(lc, query, read.rulesError, 'question', ' The language model did not answer either.');
   }
   if (typeof answer?.sql !== 'string' || answer.sql.trim() === '') {
-    throw new QueryNotUnderstoodError('The language model did not produce a query for that question.');
+    throw refusal(lc, query, read.rulesError, 'question', ' The language model could not write a query for it either.');
   }
-  return done(await runSandboxedQuery(ctx, app.id, answer.sql, options), 'llm_sql');
+  const explanation =
+    typeof answer.explanation === 'string' && answer.explanation.trim()
+      ? answer.explanation.trim()
+      : 'SQL written by the language model.';
+  return done(await runSandboxedQuery(ctx, app.id, answer.sql, options), 'llm_sql', explanation.slice(0, 500), 0.5);
 }
 
 const FORMULA_START = /^[=+\-@\t\r]/;

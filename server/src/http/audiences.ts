@@ -31,6 +31,7 @@ export function audienceHandlers(ctx: ServiceContext): Handlers<'Audiences_creat
           : `Audience created with ${users} from SQL written by the language model.`,
         query_method: created.queryMethod,
         confidence: created.confidence,
+        ...(understood ? { interpretation: understood } : {}),
       };
     },
     Audiences_list: async ({ query }, request) => {

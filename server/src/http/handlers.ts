@@ -22,7 +22,6 @@ const notBuilt = {
   AdminCampaigns_pause: NOT_BUILT,
   AdminCampaigns_resume: NOT_BUILT,
   // MCP resource GETs (issues 17 and 18)
-  Mcp_docs: NOT_BUILT,
   Mcp_resources: NOT_BUILT,
   Mcp_getApp: NOT_BUILT,
   Mcp_appVersions: NOT_BUILT,

@@ -7,9 +7,9 @@ import {
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
-import { MCP_SERVER_NAME, MCP_SERVER_VERSION } from '../http/mcp-resources.js';
 import type { ServiceContext } from '../services/context.js';
 import type { McpPrincipal } from '../services/keys.js';
+import { MCP_SERVER_NAME, MCP_SERVER_VERSION } from './constants.js';
 import { registerPrompts } from './prompts.js';
 import { registerTool } from './tool.js';
 import { TOOLS } from './tools/index.js';

@@ -3,7 +3,6 @@
 import { answerQuery } from '../analytics/query.js';
 import type { AppRow } from '../storage/tenancy.js';
 import type { ServiceContext } from './context.js';
-import { timeZoneOf } from './organizations.js';
 
 export async function queryAnalytics(
   ctx: ServiceContext,
@@ -12,7 +11,7 @@ export async function queryAnalytics(
   /** Whose sandbox concurrency the query counts against (the API key's id). */
   owner: string,
 ) {
-  const answer = await answerQuery(ctx, app, await timeZoneOf(ctx, app.organization_id), query, { owner });
+  const answer = await answerQuery(ctx, app, query, { owner });
   return {
     answer,
     body: {
@@ -22,6 +21,7 @@ export async function queryAnalytics(
       rows_returned: answer.rows.length,
       sql: answer.sql,
       query_method: answer.method,
+      interpretation: answer.interpretation,
       truncated: answer.truncated,
     },
   };

@@ -1,30 +1,35 @@
-// Audiences: criteria in natural language become a stored segment definition (built-in rules
-// engine, confidence 1.0) or, when that engine does not understand them and a language model is
-// configured, SQL written by the model and run in the SQL sandbox. Audiences are dynamic: members
-// are computed at read time, and stored counts older than a minute are refreshed when read.
-import { describe, EXAMPLES, type SegmentDefinition } from '../audiences/ast.js';
-import { type CompileContext, compileCondition } from '../audiences/compile.js';
-import { checkAudienceSql, countSqlAudience, sqlAudienceMembers, writeAudienceSql } from '../audiences/llm-sql.js';
-import { CriteriaError, parseCriteria } from '../audiences/parser.js';
+// Audiences: criteria in natural language become a stored condition (the built-in engine,
+// confidence 1.0, or the language model filling the same AST), or, as the last resort, SQL written
+// by the model and run in the SQL sandbox. Audiences are dynamic: members are computed at read
+// time through the sandbox executor, and stored counts older than a minute are refreshed when read.
+import { runOverRelations, runSandboxedQuery } from '../analytics/sandbox.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
+import { describeUsers, type Segment } from '../language/index.js';
+import { LlmError } from '../llm/index.js';
 import {
   type AudienceRow,
-  appTimeZone,
   countAudiences,
-  countMatchingUsers,
   findAudience,
   insertAudience,
-  knownEventNames,
   listAudiences,
-  listMatchingUsers,
   type QueryMethod,
   updateAudienceCount,
 } from '../storage/audiences.js';
+import {
+  audienceSqlCount,
+  audienceSqlMembers,
+  compileSegmentCount,
+  compileSegmentMembers,
+} from '../storage/language-sql.js';
 import type { ServiceContext } from './context.js';
+import { type LanguageContext, languageContext, readCriteria, refusal } from './language.js';
+import { audienceSqlPrompt } from './language-prompts.js';
 
 /** Stored counts older than this are recomputed when read. */
 export const COUNT_MAX_AGE_MS = 60_000;
+/** Generated SQL behind audiences may run this long (interface spec: 30 seconds). */
+export const AUDIENCE_SQL_TIMEOUT_MS = 30_000;
 
 export interface AudienceInput {
   name: string;
@@ -37,7 +42,7 @@ export interface CreatedAudience {
   userCount: number;
   queryMethod: QueryMethod;
   confidence: number;
-  /** What the criteria were understood as, in plain words (rules), or null (SQL). */
+  /** What the criteria were understood as, in plain words, or null (model-written SQL). */
   understood: string | null;
 }
 
@@ -48,66 +53,109 @@ export interface AudienceMember {
   last_active: string | null;
 }
 
-export class QueryNotUnderstoodError extends AppError {
-  constructor(message: string, details: { reason: string; near?: string }) {
-    super(400, 'QUERY_NOT_UNDERSTOOD', message, { examples: [...EXAMPLES], ...details });
-  }
+const options = { timeoutMs: AUDIENCE_SQL_TIMEOUT_MS };
+
+async function countSegment(ctx: ServiceContext, lc: LanguageContext, segment: Segment): Promise<number> {
+  const compiled = compileSegmentCount(segment.where, lc.compile);
+  const result = await runOverRelations(ctx, lc.appId, compiled.statement, compiled.params, { ...options, rowCap: 1 });
+  return Number(result.rows[0]?.user_count ?? 0);
 }
 
-async function compileContext(ctx: ServiceContext, appId: string): Promise<CompileContext> {
-  return { now: ctx.clock(), timeZone: await appTimeZone(ctx.db, appId) };
-}
-
-async function countDefinition(ctx: ServiceContext, appId: string, definition: SegmentDefinition): Promise<number> {
-  const where = compileCondition(definition.where, await compileContext(ctx, appId));
-  return countMatchingUsers(ctx.db, appId, where);
+async function countSql(ctx: ServiceContext, appId: string, sql: string): Promise<number> {
+  const result = await runSandboxedQuery(ctx, appId, audienceSqlCount(sql), { ...options, rowCap: 1 });
+  return Number(result.rows[0]?.user_count ?? 0);
 }
 
 /** The current number of members of an audience (not stored). */
 async function currentCount(ctx: ServiceContext, audience: AudienceRow): Promise<number> {
-  if (audience.definition) return countDefinition(ctx, audience.app_id, audience.definition);
-  if (audience.sql) return countSqlAudience(ctx, audience.app_id, audience.sql);
+  if (audience.definition) return countSegment(ctx, await languageContext(ctx, audience.app_id), audience.definition);
+  if (audience.sql) return countSql(ctx, audience.app_id, audience.sql);
   return 0;
 }
 
-/** Creates an audience: rules engine first, then the language model when one is configured. */
+const SQL_SCHEMA = {
+  type: 'object',
+  properties: {
+    sql: { type: 'string', description: 'One PostgreSQL SELECT returning the column user_id, or "" if impossible.' },
+    confidence: { type: 'number', description: 'How sure you are that the SQL matches the criteria, 0 to 1.' },
+  },
+  required: ['sql', 'confidence'],
+  additionalProperties: false,
+};
+
+/** SQL written by the model for criteria, checked in the sandbox; returns the accepted statement. */
+async function modelSql(
+  ctx: ServiceContext,
+  lc: LanguageContext,
+  criteria: string,
+  read: Awaited<ReturnType<typeof readCriteria>>,
+) {
+  if (read.method !== 'llm_sql') throw new Error('unreachable');
+  let answer: { sql?: unknown; confidence?: unknown };
+  try {
+    answer = await ctx.llm!.json({
+      system: audienceSqlPrompt(lc),
+      prompt: criteria,
+      schemaName: 'audience_sql',
+      schema: SQL_SCHEMA,
+    });
+  } catch (err) {
+    ctx.logger.warn(
+      { err: err instanceof LlmError ? err.message : err },
+      'the language model failed to write audience SQL',
+    );
+    throw refusal(
+      lc,
+      criteria,
+      read.rulesError,
+      'criteria',
+      ' The language model could not be asked either; try again later.',
+    );
+  }
+  const sql = typeof answer?.sql === 'string' ? answer.sql.trim() : '';
+  const raw = typeof answer?.confidence === 'number' && Number.isFinite(answer.confidence) ? answer.confidence : 0;
+  const confidence = Math.min(1, Math.max(0, raw));
+  if (sql === '' || confidence === 0) {
+    throw refusal(
+      lc,
+      criteria,
+      read.rulesError,
+      'criteria',
+      ' The language model could not express them as a query over users and events either.',
+    );
+  }
+  const checked = await runSandboxedQuery(ctx, lc.appId, sql, { ...options, rowCap: 1 });
+  if (!checked.columns.includes('user_id')) {
+    throw new AppError(
+      400,
+      'QUERY_REJECTED',
+      `The SQL written for these criteria returns the columns ${checked.columns.join(', ') || '(none)'}, but an audience needs a user_id column.`,
+    );
+  }
+  return { sql: checked.sql.trim().replace(/;+\s*$/, ''), confidence };
+}
+
+/** Creates an audience: built-in engine first, then the language model when one is configured. */
 export async function createAudience(
   ctx: ServiceContext,
   appId: string,
   input: AudienceInput,
 ): Promise<CreatedAudience> {
-  const knownEvents = await knownEventNames(ctx.db, appId);
-  let definition: SegmentDefinition | null = null;
+  const lc = await languageContext(ctx, appId);
+  const read = await readCriteria(ctx, lc, input.criteria);
+  let definition: Segment | null = null;
   let sql: string | null = null;
-  let queryMethod: QueryMethod = 'rules';
-  let confidence = 1;
+  let confidence = read.confidence;
   let userCount: number;
-  try {
-    definition = parseCriteria(input.criteria, { knownEvents });
-  } catch (err) {
-    if (!(err instanceof CriteriaError)) throw err;
-    const notUnderstood = (why: string) =>
-      new QueryNotUnderstoodError(
-        `Tally did not understand the criteria "${input.criteria}": ${err.message}${why} Write them like one of the examples.`,
-        { reason: err.message, ...(err.near ? { near: err.near } : {}) },
-      );
-    if (!ctx.llm) throw notUnderstood('');
-    let answer: Awaited<ReturnType<typeof writeAudienceSql>>;
-    try {
-      answer = await writeAudienceSql(ctx.llm, input.criteria, knownEvents, ctx.clock());
-    } catch (llmErr) {
-      ctx.logger.warn({ err: llmErr }, 'the language model failed to write audience SQL');
-      throw notUnderstood(' The language model could not be asked either; try again later.');
-    }
-    if (answer.sql === '' || answer.confidence === 0) {
-      throw notUnderstood(' The language model could not express them as a query over users and events either.');
-    }
-    sql = await checkAudienceSql(ctx, appId, answer.sql);
-    queryMethod = 'llm_sql';
-    confidence = answer.confidence;
+  if (read.method === 'llm_sql') {
+    const written = await modelSql(ctx, lc, input.criteria, read);
+    sql = written.sql;
+    confidence = written.confidence;
+    userCount = await countSql(ctx, appId, sql);
+  } else {
+    definition = { version: 2, where: read.ast };
+    userCount = await countSegment(ctx, lc, definition);
   }
-  if (definition) userCount = await countDefinition(ctx, appId, definition);
-  else userCount = await countSqlAudience(ctx, appId, sql!);
   const now = ctx.clock();
   const audience = await insertAudience(ctx.db, {
     id: uuidv7(now.getTime()),
@@ -117,7 +165,7 @@ export async function createAudience(
     criteria: input.criteria,
     definition,
     sql,
-    query_method: queryMethod,
+    query_method: read.method,
     confidence,
     user_count: userCount,
     created_at: now,
@@ -127,9 +175,9 @@ export async function createAudience(
   return {
     audience,
     userCount,
-    queryMethod,
+    queryMethod: read.method,
     confidence,
-    understood: definition ? describe(definition.where) : null,
+    understood: definition ? describeUsers(definition.where, lc.clock) : null,
   };
 }
 
@@ -174,6 +222,9 @@ async function findAudienceOrThrow(ctx: ServiceContext, appId: string, audienceI
   return audience;
 }
 
+const iso = (v: unknown): string | null =>
+  v == null ? null : v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString();
+
 /**
  * The audience's current members, one page at a time, in the order they were first seen, and how
  * many there are in all (also stored as the audience's count). Used by campaigns and the MCP
@@ -188,25 +239,34 @@ export async function audienceMembers(
   const audience = await findAudienceOrThrow(ctx, appId, audienceId);
   const limit = Math.max(0, Math.floor(page.limit));
   const offset = Math.max(0, Math.floor(page.offset));
-  let users: AudienceMember[];
+  let rows: Record<string, unknown>[] = [];
   let total: number;
   if (audience.definition) {
-    const where = compileCondition(audience.definition.where, await compileContext(ctx, appId));
-    total = await countMatchingUsers(ctx.db, appId, where);
-    const rows = limit === 0 ? [] : await listMatchingUsers(ctx.db, appId, where, limit, offset);
-    users = rows.map((r) => ({
-      user_id: r.user_id,
-      email: r.email,
-      phone: r.phone,
-      last_active: r.last_active ? r.last_active.toISOString() : null,
-    }));
+    const lc = await languageContext(ctx, appId);
+    total = await countSegment(ctx, lc, audience.definition);
+    if (limit > 0) {
+      const compiled = compileSegmentMembers(audience.definition.where, lc.compile, limit, offset);
+      rows = (await runOverRelations(ctx, appId, compiled.statement, compiled.params, { ...options, rowCap: limit }))
+        .rows;
+    }
   } else if (audience.sql) {
-    total = await countSqlAudience(ctx, appId, audience.sql);
-    users = limit === 0 ? [] : await sqlAudienceMembers(ctx, appId, audience.sql, limit, offset);
+    total = await countSql(ctx, appId, audience.sql);
+    if (limit > 0)
+      rows = (
+        await runSandboxedQuery(ctx, appId, audienceSqlMembers(audience.sql, limit, offset), {
+          ...options,
+          rowCap: limit,
+        })
+      ).rows;
   } else {
     total = 0;
-    users = [];
   }
+  const users = rows.map((r) => ({
+    user_id: String(r.user_id),
+    email: (r.email as string | null) ?? null,
+    phone: (r.phone as string | null) ?? null,
+    last_active: iso(r.last_active),
+  }));
   if (total !== Number(audience.user_count)) {
     await updateAudienceCount(ctx.db, appId, audience.id, total, ctx.clock());
   }

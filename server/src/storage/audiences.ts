@@ -1,10 +1,9 @@
-// Queries for audiences and for the users a rules-engine definition selects. Every query filters
-// by app id.
+// Queries for audiences. Every query filters by app id. (The users an audience selects are
+// counted and listed by the natural-language compiler, language-sql.ts, through the sandbox.)
 import type { Knex } from 'knex';
-import type { SegmentDefinition } from '../audiences/ast.js';
-import type { SqlFragment } from '../audiences/compile.js';
+import type { Segment } from '../language/ast.js';
 
-export type QueryMethod = 'rules' | 'llm_sql' | 'sql';
+export type QueryMethod = 'rules' | 'llm' | 'llm_sql' | 'sql';
 
 export interface AudienceRow {
   id: string;
@@ -12,7 +11,7 @@ export interface AudienceRow {
   name: string;
   description: string | null;
   criteria: string;
-  definition: SegmentDefinition | null;
+  definition: Segment | null;
   sql: string | null;
   query_method: QueryMethod;
   confidence: number;
@@ -22,18 +21,9 @@ export interface AudienceRow {
   counted_at: Date;
 }
 
-export interface MemberRow {
-  id: string;
-  user_id: string;
-  email: string | null;
-  phone: string | null;
-  last_active: Date | null;
-  created_at: Date;
-}
-
 export async function insertAudience(
   db: Knex,
-  row: Omit<AudienceRow, 'definition' | 'user_count'> & { definition: SegmentDefinition | null; user_count: number },
+  row: Omit<AudienceRow, 'definition' | 'user_count'> & { definition: Segment | null; user_count: number },
 ): Promise<AudienceRow> {
   const [inserted] = await db('audiences')
     .insert({ ...row, definition: row.definition === null ? null : JSON.stringify(row.definition) })
@@ -72,49 +62,4 @@ export async function updateAudienceCount(
     .update({ user_count: userCount, counted_at: at, updated_at: at })
     .returning<AudienceRow[]>('*');
   return row;
-}
-
-/** The organization's time zone for an app (calendar periods in criteria start there). */
-export async function appTimeZone(db: Knex, appId: string): Promise<string> {
-  const row = await db('apps')
-    .join('organizations', 'organizations.id', 'apps.organization_id')
-    .where('apps.id', appId)
-    .first<{ timezone: string } | undefined>('organizations.timezone');
-  return row?.timezone || 'UTC';
-}
-
-/** Names of the events the app has tracked (the event dictionary). */
-export async function knownEventNames(db: Knex, appId: string, limit = 2_000): Promise<string[]> {
-  const rows = await db('event_definitions')
-    .where({ app_id: appId })
-    .orderBy('volume', 'desc')
-    .limit(limit)
-    .select<{ event_name: string }[]>('event_name');
-  return rows.map((r) => r.event_name);
-}
-
-/** How many of the app's users satisfy a compiled condition. */
-export async function countMatchingUsers(db: Knex, appId: string, where: SqlFragment): Promise<number> {
-  const { rows } = await db.raw(`select count(*) as n from users u where u.app_id = ?::uuid and (${where.sql})`, [
-    appId,
-    ...where.bindings,
-  ]);
-  return Number((rows as { n: string }[])[0]?.n ?? 0);
-}
-
-/** One page of the users satisfying a compiled condition, oldest first (stable across pages). */
-export async function listMatchingUsers(
-  db: Knex,
-  appId: string,
-  where: SqlFragment,
-  limit: number,
-  offset: number,
-): Promise<MemberRow[]> {
-  const { rows } = await db.raw(
-    `select u.id, u.external_id as user_id, u.email, u.phone, u.last_active, u.created_at
-     from users u where u.app_id = ?::uuid and (${where.sql})
-     order by u.created_at, u.id limit ? offset ?`,
-    [appId, ...where.bindings, limit, offset],
-  );
-  return rows as MemberRow[];
 }

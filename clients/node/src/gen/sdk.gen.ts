@@ -619,9 +619,10 @@ export class TallySdk extends HeyApiClient {
     /**
      * Run an analytics query
      *
-     * Answers a question in natural language or SQL. Natural language goes to the built-in rules
-     * engine first, then to the configured language model; SQL (yours or generated) runs in a
-     * read-only sandbox that sees only this app's rows of two relations:
+     * Answers a question in natural language or SQL. Natural language goes to the built-in engine
+     * first, then to the configured language model (which fills the same query, and only as a last
+     * resort writes SQL); every answer says what it computed in `interpretation`. SQL (yours or
+     * generated) runs in a read-only sandbox that sees only this app's rows of two relations:
      * `events(id, user_id, event_name, properties, created_at)` and
      * `users(id, user_id, email, phone, properties, origin, created_at, last_active, event_count)`.
      * Errors: `QUERY_NOT_UNDERSTOOD`, `QUERY_REJECTED`, `QUERY_TIMEOUT` (400); unknown app (404).
@@ -656,8 +657,8 @@ export class TallySdk extends HeyApiClient {
      * Create an audience
      *
      * Creates an audience from natural-language criteria and counts its users. The criteria are
-     * compiled to SQL (built-in rules engine first, then the language model) and run read-only in
-     * the sandbox. 400 `QUERY_NOT_UNDERSTOOD` when they cannot be interpreted; 404 for an unknown
+     * read by the built-in engine first, then by the language model (which fills the same
+     * condition, or as a last resort writes SQL), and run read-only in the sandbox. 400 `QUERY_NOT_UNDERSTOOD` when they cannot be interpreted; 404 for an unknown
      * app.
      */
     public audiencesCreate<ThrowOnError extends boolean = false>(options: Options<AudiencesCreateData, ThrowOnError>) {

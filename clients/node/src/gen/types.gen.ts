@@ -74,7 +74,10 @@ export type AnalyticsQueryResult = {
      */
     success: true;
     /**
-     * Result rows; their columns depend on the query.
+     * Result rows. A single figure is one row with the column `value`; a breakdown has the
+     * dimension (`event_name`, the property's name, `user_id` or `date`) and `value`; a series has
+     * `date` and `value` (plus the dimension), every bucket of the period listed. SQL you send
+     * returns the columns you wrote.
      */
     data: Array<{
         [key: string]: unknown;
@@ -95,6 +98,10 @@ export type AnalyticsQueryResult = {
      * How the query was interpreted.
      */
     query_method?: QueryMethod;
+    /**
+     * One sentence saying what was computed and over which period (dates in the organization's time zone).
+     */
+    interpretation: string;
     /**
      * `true` when the row cap cut the result short.
      */
@@ -471,6 +478,10 @@ export type AudienceCreated = {
      * How the criteria were interpreted.
      */
     query_method?: QueryMethod;
+    /**
+     * The criteria as understood, in plain words (absent when the language model wrote SQL).
+     */
+    interpretation?: string;
     /**
      * Confidence in the interpretation, from 0 to 1 (1.0 for a full rules-engine parse).
      */
@@ -1111,7 +1122,7 @@ export type ErasedCounts = {
  * | code | status | meaning |
  * |---|---|---|
  * | `INVALID_REQUEST` | 400 | The request breaks the contract or an input rule. `details.errors` lists `{path, message}` items; `path` looks like `/body/events/3/event_name` or `/query/limit`. |
- * | `QUERY_NOT_UNDERSTOOD` | 400 | Natural-language text could not be interpreted. `details.examples` holds phrasings that work. |
+ * | `QUERY_NOT_UNDERSTOOD` | 400 | Natural-language text could not be interpreted. `details: {reason, unknown, suggestions: {events, properties, rephrasings}, examples}`: the words that could not be placed, the app's closest events and properties, rephrasings that work, and example phrasings for this app. |
  * | `QUERY_REJECTED` | 400 | The SQL sandbox refused the query (not one read-only SELECT over the allowed relations and functions). |
  * | `QUERY_TIMEOUT` | 400 | The query ran past its time limit. |
  * | `PUSH_NOT_CONFIGURED` | 400 | The app has no push provider configured. |
@@ -2541,7 +2552,7 @@ export type QueryFormat = 'json' | 'csv';
 /**
  * How a natural-language request was answered.
  */
-export type QueryMethod = 'rules' | 'llm_sql' | 'sql';
+export type QueryMethod = 'rules' | 'llm' | 'llm_sql' | 'sql';
 
 /**
  * A rename of a user's identifier.

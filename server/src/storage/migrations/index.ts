@@ -10,6 +10,7 @@ import * as m006 from './006-website.js';
 import * as m007 from './007-push.js';
 import * as m008 from './008-sandbox-login.js';
 import * as m009 from './009-identity.js';
+import * as m011 from './011-segments-v2.js';
 import * as m013 from './013-mcp-sessions.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
@@ -22,6 +23,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '007-push': m007,
   '008-sandbox-login': m008,
   '009-identity': m009,
+  '011-segments-v2': m011,
   '013-mcp-sessions': m013,
 };
 

@@ -1,0 +1,119 @@
+// The natural-language engine, one for analytics questions and audience criteria: reads text in
+// the app's own vocabulary (lexicon.ts) into the typed AST (ast.ts), or refuses, naming the words
+// it could not place and suggesting the app's closest events and properties and a rephrasing that
+// works. No SQL here: storage/language-sql.ts compiles the AST.
+
+import { parseQuestion } from './analytics.js';
+import type { Condition, Query } from './ast.js';
+import { NotUnderstood } from './clause.js';
+import { parseCriteria } from './criteria.js';
+import { type Lexicon, nameWords } from './lexicon.js';
+import { read } from './mentions.js';
+
+export type { Condition, Query, Segment } from './ast.js';
+export { describeCondition, describeQuery, describeUsers } from './describe.js';
+export { Lexicon, type LexiconData } from './lexicon.js';
+export { describePeriod } from './periods.js';
+export { NotUnderstood };
+
+export interface Clock {
+  /** Local date of `now` in the organization's time zone. */
+  today: string;
+  now: Date;
+}
+
+export interface Understood<T> {
+  ast: T;
+  /** Misspelt words read as others: [written, read as]. */
+  corrections: [string, string][];
+}
+
+/** Reads an analytics question; throws NotUnderstood. */
+export function understandQuestion(text: string, lexicon: Lexicon, clock: Clock): Understood<Query> {
+  const reading = read(text, lexicon, clock.today, clock.now);
+  return { ast: parseQuestion(reading, lexicon), corrections: reading.corrections };
+}
+
+/** Reads audience criteria; throws NotUnderstood. */
+export function understandCriteria(text: string, lexicon: Lexicon, clock: Clock): Understood<Condition> {
+  const reading = read(text, lexicon, clock.today, clock.now);
+  return { ast: parseCriteria(reading, lexicon), corrections: reading.corrections };
+}
+
+export interface Suggestions {
+  /** The app's events closest to the words not understood (or its busiest ones). */
+  events: string[];
+  /** The app's property keys closest to them (or its most common ones). */
+  properties: string[];
+  /** Rephrasings of the text that the engine understands. */
+  rephrasings: string[];
+}
+
+/** What to suggest after a refusal: close names, and rephrasings that parse. */
+export function suggest(
+  text: string,
+  error: NotUnderstood,
+  lexicon: Lexicon,
+  clock: Clock,
+  kind: 'question' | 'criteria',
+): Suggestions {
+  const eventNames = new Set(lexicon.events.map((e) => e.name));
+  const keys = new Set(lexicon.keys());
+  const unknown = error.unknown.slice(0, 5);
+  const near = unknown.flatMap((w) => lexicon.closest(w, 4));
+  const events = [...new Set(near.filter((n) => eventNames.has(n)))];
+  const properties = [...new Set(near.filter((n) => keys.has(n)))];
+  for (const e of lexicon.events) if (events.length < 3 && !events.includes(e.name)) events.push(e.name);
+  for (const k of lexicon.keys()) if (properties.length < 3 && !properties.includes(k)) properties.push(k);
+  const parses = (t: string) => {
+    if (t.length > 500) return false;
+    try {
+      if (kind === 'question') understandQuestion(t, lexicon, clock);
+      else understandCriteria(t, lexicon, clock);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const rephrasings: string[] = [];
+  for (const word of unknown) {
+    if (!word || !text.includes(word)) continue;
+    for (const n of lexicon.closest(word, 3)) {
+      const candidate = text.replace(word, nameWords(n).join(' '));
+      if (candidate !== text && !rephrasings.includes(candidate) && parses(candidate)) rephrasings.push(candidate);
+    }
+  }
+  for (const ex of examples(lexicon, kind))
+    if (rephrasings.length < 3 && !rephrasings.includes(ex) && parses(ex)) rephrasings.push(ex);
+  return { events: events.slice(0, 5), properties: properties.slice(0, 5), rephrasings: rephrasings.slice(0, 3) };
+}
+
+/** Phrasings that work on this app, built from its own events and properties. */
+export function examples(lexicon: Lexicon, kind: 'question' | 'criteria'): string[] {
+  const top = lexicon.events[0]?.name;
+  const second = lexicon.events[1]?.name ?? top;
+  const words = (n: string | undefined) => (n ? nameWords(n).join(' ') : 'events');
+  const withValues = [...lexicon.allProperties()].find((p) => p.text && p.values.length > 1 && p.values.length <= 20);
+  const userProp = [...lexicon.userProperties.values()].find(
+    (p) => p.text && p.values.length > 1 && p.values.length <= 20,
+  );
+  if (kind === 'criteria') {
+    return [
+      `users who did ${words(top)} at least 3 times in the last 30 days`,
+      `users who have not been active for 14 days`,
+      ...(userProp ? [`users whose ${userProp.key} is ${userProp.values[0]!.value}`] : []),
+      `users who signed up this week`,
+      `users who did ${words(second)} but not ${words(top)} in the last 7 days`,
+      'users who have an email',
+    ];
+  }
+  return [
+    `how many ${words(top)} events in the last 7 days`,
+    'unique users per day for the last 30 days',
+    ...(withValues ? [`${words(top)} by ${withValues.key} last month`] : []),
+    ...(lexicon.moneyKey ? ['total revenue by week this month', 'average revenue per user last month'] : []),
+    `top 5 events yesterday`,
+    'DAU last week',
+    `${words(second)} this week vs last week`,
+  ];
+}
