@@ -230,10 +230,9 @@ describe('operations not built yet', () => {
           }),
       ],
       [
-        'Mcp_listAudiences',
-        () => fetch(`${server.url}/mcp/resources/audiences`, { headers: { 'x-mcp-api-key': tenant.mcpKey } }),
+        'Mcp_listCampaigns',
+        () => fetch(`${server.url}/mcp/resources/campaigns`, { headers: { 'x-mcp-api-key': tenant.mcpKey } }),
       ],
-      ['Mcp_docs', () => fetch(`${server.url}/mcp/docs`, { headers: { 'x-mcp-api-key': tenant.mcpKey } })],
     ];
     for (const [id, call] of calls) {
       if (!pending.has(id)) continue;

@@ -60,11 +60,11 @@ export interface TestServer {
 
 /**
  * Starts a server. `options.database` makes it a second instance on another server's database
- * (its `close()` then leaves that database open).
+ * (its `close()` then leaves that database open); `options.clock` fixes its "now".
  */
 export async function startTestServer(
   env: Record<string, string> = {},
-  options: { database?: Database } = {},
+  options: { database?: Database; clock?: () => Date } = {},
 ): Promise<TestServer> {
   const db = options.database ?? (await openTestDatabase());
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-test-'));
@@ -83,6 +83,7 @@ export async function startTestServer(
   const running = await startServer(config, createLogger(config.logLevel), {
     database: db,
     writeCredentialsFile: false,
+    clock: options.clock,
   });
   const clientFor = (apiKey?: string) => createTallyClient({ baseUrl: running.url, apiKey });
   return {

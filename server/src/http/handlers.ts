@@ -8,6 +8,7 @@ import { audienceHandlers } from './audiences.js';
 import { demoHandlers } from './demo.js';
 import { eventHandlers } from './events.js';
 import { identityHandlers } from './identity.js';
+import { mcpAnalyticsHandlers } from './mcp-analytics.js';
 import { mcpResourceHandlers } from './mcp-resources.js';
 import { type HandlerTable, NOT_BUILT } from './operations.js';
 import { pushHandlers } from './push.js';
@@ -21,36 +22,30 @@ const notBuilt = {
   AdminCampaigns_list: NOT_BUILT,
   AdminCampaigns_pause: NOT_BUILT,
   AdminCampaigns_resume: NOT_BUILT,
-  // MCP resource GETs (issues 17 and 18)
-  Mcp_resources: NOT_BUILT,
-  Mcp_getApp: NOT_BUILT,
-  Mcp_appVersions: NOT_BUILT,
-  Mcp_events: NOT_BUILT,
-  Mcp_getUser: NOT_BUILT,
-  Mcp_listAudiences: NOT_BUILT,
-  Mcp_getAudience: NOT_BUILT,
+  // MCP campaign resources (built with campaigns, issue 15)
   Mcp_listCampaigns: NOT_BUILT,
   Mcp_getCampaign: NOT_BUILT,
-  Mcp_engagement: NOT_BUILT,
-  Mcp_eventAnalytics: NOT_BUILT,
-  Mcp_funnels: NOT_BUILT,
   // erasure and export (issue 19)
   Users_erase: NOT_BUILT,
   Users_export: NOT_BUILT,
 } as const;
 
 export function handlers(ctx: ServiceContext): HandlerTable {
-  return {
+  const built = {
     ...eventHandlers(ctx),
     ...userHandlers(ctx),
     ...audienceHandlers(ctx),
     ...mcpResourceHandlers(ctx),
+    ...mcpAnalyticsHandlers(ctx),
     ...adminHandlers(ctx),
     ...identityHandlers(ctx),
     ...analyticsHandlers(ctx),
     ...demoHandlers(ctx),
     ...pushHandlers(ctx),
     ...websiteHandlers(ctx),
-    ...notBuilt,
   };
+  // An operation that has a handler must not stay listed as not built (the list would hide it).
+  const both = Object.keys(notBuilt).filter((id) => id in built);
+  if (both.length > 0) throw new Error(`Built operations still listed as NOT_BUILT: ${both.join(', ')}`);
+  return { ...built, ...notBuilt };
 }

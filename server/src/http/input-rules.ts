@@ -18,10 +18,16 @@ interface Route {
   literal: number;
   /** Per method: the query parameters declared as numbers (`limit=1e999` must not become Infinity). */
   numericQuery: Map<string, string[]>;
+  /** Per method: the query parameters declared as arrays (`events[a]=1` must not reach the validator as an object). */
+  listQuery: Map<string, string[]>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: OpenAPI parameter objects, read generically.
 type Parameter = { name?: string; in?: string; schema?: any };
+
+function isArraySchema(schema: { type?: unknown } | undefined): boolean {
+  return [schema?.type].flat().includes('array');
+}
 
 function isNumericSchema(schema: { type?: unknown; anyOf?: { type?: unknown }[] } | undefined): boolean {
   const types = [schema?.type, ...(schema?.anyOf ?? []).map((s) => s.type)].flat();
@@ -43,13 +49,18 @@ function compileRoutes(doc: OpenApiDocument): Route[] {
       })
       .join('');
     const numericQuery = new Map<string, string[]>();
+    const listQuery = new Map<string, string[]>();
     for (const [method, op] of Object.entries(item)) {
-      const params = ((op as { parameters?: Parameter[] })?.parameters ?? []).filter(
-        (p) => p.in === 'query' && p.name !== undefined && isNumericSchema(p.schema),
+      const query = ((op as { parameters?: Parameter[] })?.parameters ?? []).filter(
+        (p) => p.in === 'query' && p.name !== undefined,
       );
       numericQuery.set(
         method.toUpperCase(),
-        params.map((p) => p.name!),
+        query.filter((p) => isNumericSchema(p.schema)).map((p) => p.name!),
+      );
+      listQuery.set(
+        method.toUpperCase(),
+        query.filter((p) => isArraySchema(p.schema)).map((p) => p.name!),
       );
     }
     return {
@@ -58,6 +69,7 @@ function compileRoutes(doc: OpenApiDocument): Route[] {
       names,
       literal: template.replace(/\{[^}]+\}/g, '').length,
       numericQuery,
+      listQuery,
     };
   });
   return routes.sort((a, b) => b.literal - a.literal);
@@ -115,6 +127,19 @@ function numericQueryViolations(names: string[], query: Record<string, unknown>)
   return errors;
 }
 
+/**
+ * List query values that are neither text nor a list (`events[a]=1` parses as an object): the
+ * validator's comma splitting would fail on them.
+ */
+function listQueryViolations(names: string[], query: Record<string, unknown>): FieldError[] {
+  return names
+    .filter((name) => query[name] !== undefined && typeof query[name] !== 'string' && !Array.isArray(query[name]))
+    .map((name) => ({
+      path: `/query/${name}`,
+      message: `must be a comma-separated list (${name}=a,b) or a repeated parameter (${name}=a&${name}=b)`,
+    }));
+}
+
 export function inputRules(doc: OpenApiDocument) {
   const routes = compileRoutes(doc);
   // Paths without parameters are looked up directly; only the others need a pattern.
@@ -142,6 +167,8 @@ export function inputRules(doc: OpenApiDocument) {
       if (numeric && numeric.length > 0) {
         errors.push(...numericQueryViolations(numeric, query as Record<string, unknown>));
       }
+      const lists = route?.listQuery.get(req.method);
+      if (lists && lists.length > 0) errors.push(...listQueryViolations(lists, query as Record<string, unknown>));
     }
     if (req.body !== undefined) errors.push(...inputViolations(req.body, '/body'));
     if (errors.length > 0) {

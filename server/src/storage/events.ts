@@ -1,6 +1,7 @@
 // Queries over events and what is derived from them at ingestion (dedup rows, the event
 // dictionary). Every function takes the app id explicitly.
 import type { Knex } from 'knex';
+import { timedRows } from './timed.js';
 
 /** The insert_id dedup window: a repeat within it is not stored again. */
 export const DEDUP_WINDOW_DAYS = 7;
@@ -31,4 +32,77 @@ export async function purgeDedupRowsBefore(knex: Knex, appId: string, before: Da
 /** Refreshes the planner's statistics of the tables the sandbox reads (PGlite runs no autovacuum). */
 export async function refreshSandboxStatistics(knex: Knex): Promise<void> {
   await knex.raw('ANALYZE public.events, public.users');
+}
+
+/** Filters of an event search. Times are naive local timestamps read in `timeZone`. */
+export interface EventFilter {
+  eventName?: string;
+  /** Internal user id. */
+  userId?: string;
+  /** Inclusive lower bound (local time), exclusive upper bound (local time). */
+  from?: string;
+  to?: string;
+  timeZone: string;
+}
+
+export interface EventRecordRow {
+  id: string;
+  app_id: string;
+  user_id: string;
+  event_name: string;
+  properties: Record<string, unknown>;
+  created_at: Date;
+}
+
+function eventSearchWhere(appId: string, f: EventFilter): { sql: string; bindings: unknown[] } {
+  const parts = ['e.app_id = ?::uuid', 'not e.is_bot'];
+  const bindings: unknown[] = [appId];
+  if (f.eventName !== undefined) {
+    parts.push('e.event_name = ?');
+    bindings.push(f.eventName);
+  }
+  if (f.userId !== undefined) {
+    parts.push('e.user_id = ?::uuid');
+    bindings.push(f.userId);
+  }
+  if (f.from !== undefined) {
+    parts.push('e.created_at >= (?::timestamp at time zone ?)');
+    bindings.push(f.from, f.timeZone);
+  }
+  if (f.to !== undefined) {
+    parts.push('e.created_at < (?::timestamp at time zone ?)');
+    bindings.push(f.to, f.timeZone);
+  }
+  return { sql: parts.join(' and '), bindings };
+}
+
+/** One page of the app's human events matching the filter, newest first, with the user's external id. */
+export async function searchEvents(
+  db: Knex,
+  appId: string,
+  filter: EventFilter,
+  page: { limit: number; offset: number },
+  timeoutMs: number,
+): Promise<EventRecordRow[]> {
+  const where = eventSearchWhere(appId, filter);
+  return timedRows<EventRecordRow>(
+    db,
+    timeoutMs,
+    `select e.id, e.app_id, u.external_id as user_id, e.event_name, e.properties, e.created_at
+     from events e join users u on u.app_id = e.app_id and u.id = e.user_id
+     where ${where.sql} order by e.created_at desc, e.id desc limit ? offset ?`,
+    [...where.bindings, page.limit, page.offset],
+  );
+}
+
+/** How many of the app's human events match the filter. */
+export async function countEvents(db: Knex, appId: string, filter: EventFilter, timeoutMs: number): Promise<number> {
+  const where = eventSearchWhere(appId, filter);
+  const [row] = await timedRows<{ n: string }>(
+    db,
+    timeoutMs,
+    `select count(*) as n from events e where ${where.sql}`,
+    where.bindings,
+  );
+  return Number(row?.n ?? 0);
 }

@@ -452,6 +452,7 @@ export class TallySdk extends HeyApiClient {
      */
     public mcpFunnels<ThrowOnError extends boolean = false>(options: Options<McpFunnelsData, ThrowOnError>) {
         return (options.client ?? this.client).get<McpFunnelsResponses, McpFunnelsErrors, ThrowOnError>({
+            querySerializer: { parameters: { events: { array: { explode: false } } } },
             security: [{ name: 'X-MCP-API-Key', type: 'apiKey' }],
             url: '/mcp/analytics/funnels',
             ...options
@@ -487,7 +488,7 @@ export class TallySdk extends HeyApiClient {
     /**
      * Query events
      *
-     * Searches events, newest first, one page at a time.
+     * Searches an app's events (bot traffic excluded), newest first, one page at a time.
      */
     public mcpEvents<ThrowOnError extends boolean = false>(options?: Options<McpEventsData, ThrowOnError>) {
         return (options?.client ?? this.client).get<McpEventsResponses, McpEventsErrors, ThrowOnError>({

@@ -1050,15 +1050,15 @@ export type DomainEntry = string;
  */
 export type EngagementMetrics = {
     /**
-     * Average daily active users.
+     * Mean of the daily active users of the period's days (two decimals): the mean of `GET /v1/analytics/metrics?metric=dau` by day.
      */
     dau: number;
     /**
-     * Average weekly active users.
+     * Distinct active users in the 7 days ending at `end_date`.
      */
     wau: number;
     /**
-     * Monthly active users (30 days ending at the period's end).
+     * Distinct active users in the 30 days ending at `end_date`: the `mau` metric of that day.
      */
     mau: number;
     /**
@@ -1072,19 +1072,19 @@ export type EngagementMetrics = {
 };
 
 /**
- * Engagement of one user segment.
+ * Engagement of one audience of the app.
  */
 export type EngagementSegment = {
     /**
-     * Segment name (an audience, or the `segment` requested).
+     * Name of the audience.
      */
     name: string;
     /**
-     * Average daily active users in the segment.
+     * Mean of the daily counts of the audience's current members active that day (two decimals).
      */
     dau: number;
     /**
-     * Percent of the segment's new users active again after 7 days.
+     * Of the audience's current members whose first event falls in the period, the percent active on the 7th day after their first day.
      */
     retention_day_7: number;
 };
@@ -1269,6 +1269,40 @@ export type EventNameParam = string;
 export type EventNameValue = string;
 
 /**
+ * Aggregates of one event property over the period.
+ */
+export type EventPropertyStats = {
+    /**
+     * JSON type of its values: `mixed` when they are of several types.
+     */
+    type: 'text' | 'number' | 'boolean' | 'object' | 'array' | 'mixed';
+    /**
+     * Events in the period carrying the property with a value other than JSON `null`.
+     */
+    count: number;
+    /**
+     * The 10 most frequent text and boolean values, most frequent first; present when there are such values.
+     */
+    top_values?: Array<PropertyValueCount>;
+    /**
+     * Smallest numeric value; present when there are numeric values.
+     */
+    min?: number;
+    /**
+     * Largest numeric value; present when there are numeric values.
+     */
+    max?: number;
+    /**
+     * Mean of the numeric values (two decimals); present when there are numeric values.
+     */
+    avg?: number;
+    /**
+     * Sum of the numeric values; present when there are numeric values.
+     */
+    sum?: number;
+};
+
+/**
  * A stored event, as read back (MCP events query, user export).
  */
 export type EventRecord = {
@@ -1305,7 +1339,7 @@ export type EventRecord = {
  */
 export type EventTrendPoint = {
     /**
-     * Bucket label (format depends on `group_by`, as in the metrics endpoint).
+     * Bucket label, as in the metrics endpoint: hour `YYYY-MM-DDTHH:00`, day `YYYY-MM-DD`, week its Monday, month `YYYY-MM-01`.
      */
     date: string;
     /**
@@ -1323,15 +1357,15 @@ export type EventTrendPoint = {
  */
 export type FunnelAnalysis = {
     /**
-     * Event name of the step with the largest drop-off, or `null` for a single-step funnel.
+     * Event name of the step with the largest drop-off rate (the earliest on a tie), or `null` when no step loses users.
      */
     biggest_dropoff: string | null;
     /**
-     * Drop-off at that step, in percent.
+     * That step's `dropoff_rate` (0 when `biggest_dropoff` is `null`).
      */
     dropoff_percentage: number;
     /**
-     * A short suggestion about that step.
+     * A suggestion written from the figures.
      */
     recommendation: string;
 };
@@ -1345,7 +1379,7 @@ export type FunnelDefinition = {
      */
     events: Array<string>;
     /**
-     * Days a user has from the first step to complete the funnel.
+     * Days a user has from their first step to reach each later step.
      */
     time_window: number;
 };
@@ -1359,15 +1393,15 @@ export type FunnelStep = {
      */
     event: string;
     /**
-     * Users who reached this step within the time window.
+     * Users who did this step's event after the previous step's, within `time_window` days of their first step.
      */
     users: number;
     /**
-     * Percent of the first step's users who reached this step (0 to 100).
+     * Percent of the first step's users who reached this step (0 to 100, two decimals; 100 on the first step when it has users).
      */
     conversion_rate: number;
     /**
-     * Percent of the previous step's users lost at this step; absent on the first step.
+     * Percent of the previous step's users who did not reach this step (two decimals); absent on the first step.
      */
     dropoff_rate?: number;
 };
@@ -1651,7 +1685,7 @@ export type McpApp = {
      */
     stats: McpAppStats;
     /**
-     * Most frequent event names, most frequent first.
+     * The 10 most frequent event names (bot traffic excluded), most frequent first.
      */
     top_events: Array<McpEventCount>;
 };
@@ -1687,15 +1721,15 @@ export type McpAppRef = {
  */
 export type McpAppStats = {
     /**
-     * Users known.
+     * Users of the app (every stored profile).
      */
     users: number;
     /**
-     * Events recorded.
+     * Events recorded, bot traffic excluded.
      */
     events: number;
     /**
-     * Time of the latest event, or `null` when there is none.
+     * Time of the latest event (bot traffic excluded), or `null` when there is none.
      */
     last_activity: string | null;
 };
@@ -2003,7 +2037,7 @@ export type McpEngagement = {
      */
     metrics: EngagementMetrics;
     /**
-     * Figures per segment (empty when none apply).
+     * The app's audiences (only the one named by `segment` when given), newest first, each with its own figures.
      */
     segments: Array<EngagementSegment>;
 };
@@ -2033,11 +2067,11 @@ export type McpEventAnalytics = {
      */
     unique_users: number;
     /**
-     * Counts per bucket, oldest first.
+     * Counts per `group_by` bucket of the period, oldest first, empty buckets included (the first and last buckets are clipped to the period).
      */
     trends: Array<EventTrendPoint>;
     /**
-     * Aggregates per event property, keyed by property name (for example top values and counts).
+     * Aggregates of the event's properties over the period, keyed by property name (the 50 most frequent keys).
      */
     properties: {
         [key: string]: unknown;
@@ -2093,7 +2127,7 @@ export type McpFunnel = {
      */
     steps: Array<FunnelStep>;
     /**
-     * Percent of the first step's users who completed the last step.
+     * Percent of the first step's users who reached the last step (two decimals).
      */
     overall_conversion: number;
     /**
@@ -2420,6 +2454,20 @@ export type PeakTimes = {
 };
 
 /**
+ * A value of an event property and how often it occurs.
+ */
+export type PropertyValueCount = {
+    /**
+     * The value as text (booleans as `true` and `false`).
+     */
+    value: string;
+    /**
+     * Events in the period with this value.
+     */
+    count: number;
+};
+
+/**
  * A Web Push endpoint URL: printable ASCII without spaces (browsers give it so; anything else is
  * percent-encoded), at most 2,048 characters.
  */
@@ -2570,19 +2618,20 @@ export type ReplaceIdRequest = {
 };
 
 /**
- * Percent of new users active again after N days (0 to 100).
+ * Of the users whose first event falls in the period, the percent active on the Nth day after
+ * their first day (0 to 100, two decimals).
  */
 export type RetentionPoints = {
     /**
-     * After 1 day.
+     * On the day after their first day.
      */
     day_1: number;
     /**
-     * After 7 days.
+     * On the 7th day after their first day.
      */
     day_7: number;
     /**
-     * After 30 days.
+     * On the 30th day after their first day.
      */
     day_30: number;
 };
@@ -2654,19 +2703,19 @@ export type SendPushResult = {
 };
 
 /**
- * Ratios of active-user counts, as percentages (0 to 100).
+ * Ratios between active-user counts, from 0 to 1 with two decimals (0 when the denominator is 0).
  */
 export type Stickiness = {
     /**
-     * DAU / WAU.
+     * `dau` / `wau`.
      */
     daily_to_weekly: number;
     /**
-     * WAU / MAU.
+     * `wau` / `mau`.
      */
     weekly_to_monthly: number;
     /**
-     * DAU / MAU.
+     * `dau` / `mau`.
      */
     daily_to_monthly: number;
 };
@@ -4482,7 +4531,7 @@ export type McpEngagementData = {
          */
         end_date?: string;
         /**
-         * Limit the segment figures to this segment (an audience id or name).
+         * Only this audience in `segments`: its id, or its exact name (404 when no audience of the app matches).
          */
         segment?: string;
     };
@@ -4619,7 +4668,8 @@ export type McpFunnelsData = {
          */
         app_id: string;
         /**
-         * Event names of the steps, in order; repeat the parameter: `?events=signup&events=purchase`.
+         * Event names of the steps, in order, 2 to 10, comma-separated: `?events=signup,purchase`. The
+         * repeated form `?events=signup&events=purchase` is accepted too.
          */
         events: Array<EventNameParam>;
         /**
@@ -4631,7 +4681,7 @@ export type McpFunnelsData = {
          */
         end_date?: string;
         /**
-         * Days a user has from the first step to complete the funnel.
+         * Days a user has from their first step to reach each later step (whole days).
          */
         time_window?: number;
     };
@@ -4795,7 +4845,7 @@ export type McpEventsData = {
          */
         event_name?: string;
         /**
-         * Only events of this user (external id or alias).
+         * Only events of this user (external id or alias); 404 when the app has no such user.
          */
         user_id?: string;
         /**

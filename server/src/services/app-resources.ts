@@ -1,0 +1,59 @@
+// An organization's apps as MCP resources: the index of apps and audiences, an app with its usage
+// totals and most frequent events, and its release history. Access (which apps a key may read) is
+// decided by services/access.ts before these run.
+
+import {
+  type AppTotals,
+  type AppVersionRow,
+  appTotals,
+  listAppVersions,
+  topEventNames,
+} from '../storage/app-resources.js';
+import { type AudienceRow, listAudiences } from '../storage/audiences.js';
+import { type AppRow, listApps } from '../storage/tenancy.js';
+import type { ServiceContext } from './context.js';
+
+/** How many event names the app resource lists. */
+export const TOP_EVENTS = 10;
+const AUDIENCE_PAGE = 500;
+
+/** Every audience of an app, newest first, as stored (counts are not recomputed). */
+export async function storedAudiences(ctx: ServiceContext, appId: string): Promise<AudienceRow[]> {
+  const all: AudienceRow[] = [];
+  for (let offset = 0; ; offset += AUDIENCE_PAGE) {
+    const page = await listAudiences(ctx.db, appId, AUDIENCE_PAGE, offset);
+    all.push(...page);
+    if (page.length < AUDIENCE_PAGE) return all;
+  }
+}
+
+/** The organization's apps (oldest first) and their audiences (per app, newest first). */
+export async function resourceIndex(
+  ctx: ServiceContext,
+  organizationId: string,
+): Promise<{ apps: AppRow[]; audiences: AudienceRow[] }> {
+  const apps = await listApps(ctx.db, organizationId);
+  const audiences: AudienceRow[] = [];
+  for (const app of apps) audiences.push(...(await storedAudiences(ctx, app.id)));
+  return { apps, audiences };
+}
+
+/** An app's usage totals and most frequent events (bot traffic excluded). */
+export async function appUsage(
+  ctx: ServiceContext,
+  app: AppRow,
+): Promise<{ totals: AppTotals; topEvents: { name: string; count: number }[] }> {
+  const timeoutMs = ctx.config.analyticsQueryTimeoutMs;
+  const totals = await appTotals(ctx.db, app.id, timeoutMs);
+  const topEvents = await topEventNames(ctx.db, app.id, TOP_EVENTS, timeoutMs);
+  return { totals, topEvents };
+}
+
+/** An app's versions, latest release first; the current version is the first one's. */
+export async function appVersionHistory(
+  ctx: ServiceContext,
+  app: AppRow,
+): Promise<{ versions: AppVersionRow[]; current: string | null }> {
+  const versions = await listAppVersions(ctx.db, app.id);
+  return { versions, current: versions[0]?.version ?? null };
+}
