@@ -2,7 +2,8 @@
 // per-key concurrency (2 running, 8 waiting, then 429 with reason "concurrency"), and that slow
 // sandbox queries do not stall the rest of the service. Slow queries come from the test-only
 // switch that turns the checker off, and end at the statement timeout or time cap.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { disableSandboxCheckerForTests } from '../../server/src/analytics/sandbox.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
@@ -83,12 +84,19 @@ describe.runIf(!embedded)('PostgreSQL', () => {
 
 describe.runIf(!embedded)('metric queries (PostgreSQL)', () => {
   it('stops a metric query at the analytics statement timeout', async () => {
-    const quick = await startTestServer({ ANALYTICS_QUERY_TIMEOUT_MS: '1' });
+    const quick = await startTestServer({ ANALYTICS_QUERY_TIMEOUT_MS: '100' });
+    const target = inject('database');
+    const locker = new pg.Client({ connectionString: target.kind === 'postgres' ? target.url : undefined });
+    await locker.connect();
     try {
       const t = await quick.createTenant();
       await t.client.eventsTrackBatch({
         body: { events: Array.from({ length: 100 }, (_, i) => ({ user_id: `m-${i}`, event_name: 'x' })) },
       });
+      // While another transaction holds an exclusive lock on events, the metric query waits, and
+      // a lock wait counts toward the statement timeout: it is stopped whatever the machine's speed.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE events IN ACCESS EXCLUSIVE MODE');
       const { error, response } = await t.client.analyticsMetrics({
         query: {
           app_id: t.app.id,
@@ -98,9 +106,11 @@ describe.runIf(!embedded)('metric queries (PostgreSQL)', () => {
           end_date: '2025-01-01',
         },
       });
+      await locker.query('ROLLBACK');
       expect(response.status).toBe(400);
       expect(error).toMatchObject({ code: 'QUERY_TIMEOUT' });
     } finally {
+      await locker.end();
       await quick.close();
     }
   });

@@ -4,6 +4,16 @@
 // and "the next bucket" are whole periods. Bot traffic is excluded everywhere.
 import { ValidationError } from '../errors.js';
 import type { ServiceContext } from '../services/context.js';
+import { StatementTimeout } from '../storage/handle.js';
+import {
+  activeUsersPerBucket,
+  activityWindowEdges,
+  churnPerBucket,
+  convertedUsersPerBucket,
+  type MetricRange,
+  retentionPerBucket,
+  revenuePerBucket,
+} from '../storage/metrics.js';
 import { QueryTimeoutError } from './sandbox.js';
 import {
   addDays,
@@ -47,11 +57,6 @@ interface Bucket {
 
 const MAX_BUCKETS = 10_000;
 const MAU_WINDOW_DAYS = 30;
-
-/** SQL for the numeric revenue of an event (`revenue`, else `amount`; JSON numbers only). */
-export const REVENUE_SQL = `coalesce(
-  case when jsonb_typeof(properties->'revenue') = 'number' then (properties->>'revenue')::numeric end,
-  case when jsonb_typeof(properties->'amount') = 'number' then (properties->>'amount')::numeric end)`;
 
 const round2 = (n: number) => Math.round((n + Number.EPSILON) * 100) / 100;
 const percent = (num: number, den: number) => (den === 0 ? 0 : round2((100 * num) / den));
@@ -104,7 +109,13 @@ export async function computeMetric(ctx: ServiceContext, req: MetricRequest): Pr
   const { start, end } = resolveDates(req.startDate, req.endDate, today);
   const unit = req.granularity;
   const list = buckets(start, end, unit);
-  const values = await METRICS[req.metric](ctx, req, list, unit);
+  let values: number[];
+  try {
+    values = await METRICS[req.metric](ctx, req, list, unit);
+  } catch (err) {
+    if (err instanceof StatementTimeout) throw new QueryTimeoutError(err.timeoutMs);
+    throw err;
+  }
   return {
     startDate: start,
     endDate: end,
@@ -114,67 +125,24 @@ export async function computeMetric(ctx: ServiceContext, req: MetricRequest): Pr
 
 type Compute = (ctx: ServiceContext, req: MetricRequest, list: Bucket[], unit: Unit) => Promise<number[]>;
 
-// Shared SQL fragments. Parameters: ? app id, ? time zone, then the range as naive local times.
-const HUMAN = 'app_id = ?::uuid and not is_bot';
-const inRange = (column = 'created_at') =>
-  `${column} >= (?::timestamp at time zone ?) and ${column} < (?::timestamp at time zone ?)`;
-const bucketKey = (unit: Unit) => `to_char(date_trunc('${unit}', created_at at time zone ?), 'YYYY-MM-DD HH24:MI')`;
-
-/** Runs a metric query under the analytics statement timeout (a runaway range cannot hold a connection). */
-async function rows<T>(ctx: ServiceContext, sql: string, bindings: unknown[]): Promise<T[]> {
-  const timeoutMs = ctx.config.analyticsQueryTimeoutMs;
-  try {
-    return await ctx.db.transaction(async (trx) => {
-      await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
-      return (await trx.raw(sql, bindings as never[])).rows as T[];
-    });
-  } catch (err) {
-    if ((err as { code?: string }).code === '57014') throw new QueryTimeoutError(timeoutMs);
-    throw err;
-  }
-}
-
-// Events carrying revenue; written like the partial index events_app_revenue_time (migration 004)
-// so the planner can use it. `\\?` is jsonb's ? operator (knex reads a bare ? as a binding).
-const CARRIES_REVENUE = `(properties \\? 'revenue' or properties \\? 'amount')`;
-const NUMERIC_REVENUE = `(jsonb_typeof(properties->'revenue') = 'number' or jsonb_typeof(properties->'amount') = 'number')`;
-
 const range = (list: Bucket[]) => [list[0]!.start, list[list.length - 1]!.end] as const;
 
-/** Distinct users per unit over [lo, hi) among events matching `extra`, keyed by the unit's start. */
-async function distinctUsers(
-  ctx: ServiceContext,
-  req: MetricRequest,
-  unit: Unit,
-  lo: string,
-  hi: string,
-  extra = '',
-  extraBindings: unknown[] = [],
-) {
-  const found = await rows<{ k: string; n: string }>(
-    ctx,
-    `select to_char(b, 'YYYY-MM-DD HH24:MI') as k, count(*) as n from (
-       select distinct date_trunc('${unit}', created_at at time zone ?) as b, user_id
-       from events where ${HUMAN} and ${inRange()}${extra}
-     ) s group by b`,
-    [req.timeZone, req.appId, lo, req.timeZone, hi, req.timeZone, ...extraBindings],
-  );
-  return new Map(found.map((r) => [r.k, Number(r.n)]));
-}
+/** The storage query range for a request (metric queries run under the analytics timeout). */
+const rangeOf = (ctx: ServiceContext, req: MetricRequest, unit: Unit, lo: string, hi: string): MetricRange => ({
+  timeZone: req.timeZone,
+  unit,
+  lo,
+  hi,
+  timeoutMs: ctx.config.analyticsQueryTimeoutMs,
+});
 
 const activeCounts = (ctx: ServiceContext, req: MetricRequest, unit: Unit, lo: string, hi: string) =>
-  distinctUsers(ctx, req, unit, lo, hi);
+  activeUsersPerBucket(ctx.db, req.appId, rangeOf(ctx, req, unit, lo, hi));
 
 /** Revenue per bucket. */
 async function revenueSums(ctx: ServiceContext, req: MetricRequest, list: Bucket[], unit: Unit) {
   const [lo, hi] = range(list);
-  const found = await rows<{ k: string; revenue: string | null }>(
-    ctx,
-    `select ${bucketKey(unit)} as k, sum(${REVENUE_SQL}) as revenue
-     from events where ${HUMAN} and ${inRange()} and ${CARRIES_REVENUE} group by 1`,
-    [req.timeZone, req.appId, lo, req.timeZone, hi, req.timeZone],
-  );
-  const byKey = new Map(found.map((r) => [r.k, Number(r.revenue ?? 0)]));
+  const byKey = await revenuePerBucket(ctx.db, req.appId, rangeOf(ctx, req, unit, lo, hi));
   return list.map((b) => byKey.get(keyOf(b.key)) ?? 0);
 }
 
@@ -212,29 +180,14 @@ const mau: Compute = async (ctx, req, list, unit) => {
   const res: Unit = unit === 'hour' ? 'hour' : 'day';
   const hi = list[list.length - 1]!.end;
   const lo = addUnits(list[0]!.end, 'day', -MAU_WINDOW_DAYS);
-  const deltas = await rows<{ t: string; n: string }>(
-    ctx,
-    `with acts as (
-       select distinct user_id, date_trunc('${res}', created_at at time zone ?) as a
-       from events where ${HUMAN} and ${inRange()}
-     ), spans as (
-       select greatest(a, lag(a) over (partition by user_id order by a) + interval '${MAU_WINDOW_DAYS} days') as lo,
-              a + interval '${MAU_WINDOW_DAYS} days' as hi
-       from acts
-     )
-     select to_char(t, 'YYYY-MM-DD HH24:MI') as t, sum(n) as n from (
-       select lo as t, count(*) as n from spans group by lo
-       union all select hi, -count(*) from spans group by hi
-     ) d group by t order by t`,
-    [req.timeZone, req.appId, lo, req.timeZone, hi, req.timeZone],
-  );
+  const deltas = await activityWindowEdges(ctx.db, req.appId, rangeOf(ctx, req, res, lo, hi), MAU_WINDOW_DAYS);
   // MAU at end E = #spans (lo, hi] containing E = count(lo < E) - count(hi < E).
   // Deltas come sorted by time and bucket ends increase: one sweep.
   let i = 0;
   let total = 0;
   return list.map((b) => {
     const e = keyOf(b.end);
-    while (i < deltas.length && deltas[i]!.t < e) total += Number(deltas[i++]!.n);
+    while (i < deltas.length && deltas[i]!.at < e) total += deltas[i++]!.delta;
     return total;
   });
 };
@@ -248,17 +201,11 @@ const arpu: Compute = async (ctx, req, list, unit) => {
 
 const conversion: Compute = async (ctx, req, list, unit) => {
   const [lo, hi] = range(list);
-  const configured = req.conversionEvents.length > 0;
-  const converted = await distinctUsers(
-    ctx,
-    req,
-    unit,
-    lo,
-    hi,
-    configured
-      ? ` and event_name in (${req.conversionEvents.map(() => '?').join(', ')})`
-      : ` and ${CARRIES_REVENUE} and ${NUMERIC_REVENUE}`,
-    configured ? req.conversionEvents : [],
+  const converted = await convertedUsersPerBucket(
+    ctx.db,
+    req.appId,
+    rangeOf(ctx, req, unit, lo, hi),
+    req.conversionEvents,
   );
   const users = await activePerBucket(ctx, req, list, unit);
   return list.map((b, i) => percent(converted.get(keyOf(b.key)) ?? 0, users[i]!));
@@ -269,38 +216,14 @@ const churn: Compute = async (ctx, req, list, unit) => {
   const first = list[0]!;
   const prevStart = addUnits(first.key, unit, -1);
   const last = list[list.length - 1]!;
-  const found = await rows<{ k: string; prev: string; churned: string }>(
-    ctx,
-    `with cur as (
-       select distinct user_id, date_trunc('${unit}', created_at at time zone ?) as b
-       from events where ${HUMAN} and ${inRange()}
-     ), prev as (
-       select distinct user_id, date_trunc('${unit}', created_at at time zone ?) as b
-       from events where ${HUMAN} and ${inRange()}
-     )
-     select to_char(p.b + interval '1 ${unit}', 'YYYY-MM-DD HH24:MI') as k, count(*) as prev,
-            count(*) filter (where c.user_id is null) as churned
-     from prev p left join cur c on c.user_id = p.user_id and c.b = p.b + interval '1 ${unit}'
-     group by 1`,
-    [
-      req.timeZone,
-      req.appId,
-      first.start,
-      req.timeZone,
-      last.end,
-      req.timeZone,
-      req.timeZone,
-      req.appId,
-      prevStart,
-      req.timeZone,
-      last.key,
-      req.timeZone,
-    ],
-  );
-  const byKey = new Map(found.map((r) => [r.k, r]));
+  const byKey = await churnPerBucket(ctx.db, req.appId, {
+    ...rangeOf(ctx, req, unit, first.start, last.end),
+    previousLo: prevStart,
+    previousHi: last.key,
+  });
   return list.map((b) => {
     const r = byKey.get(keyOf(b.key));
-    return percent(Number(r?.churned ?? 0), Number(r?.prev ?? 0));
+    return percent(r?.churned ?? 0, r?.previous ?? 0);
   });
 };
 
@@ -308,41 +231,10 @@ const churn: Compute = async (ctx, req, list, unit) => {
 const retention: Compute = async (ctx, req, list, unit) => {
   const lo = list[0]!.start;
   const hi = list[list.length - 1]!.end;
-  const found = await rows<{ k: string; n: string; retained: string }>(
-    ctx,
-    `with firsts as (
-       select user_id, min(created_at) as f from events where ${HUMAN} and ${inRange()} group by user_id
-     ), cohort as (
-       select f.user_id, date_trunc('${unit}', f.f at time zone ?) as b from firsts f
-       where not exists (
-         select 1 from events e where e.app_id = ?::uuid and e.user_id = f.user_id and not e.is_bot
-           and e.created_at < (?::timestamp at time zone ?))
-     )
-     select to_char(c.b, 'YYYY-MM-DD HH24:MI') as k, count(*) as n,
-       count(*) filter (where exists (
-         select 1 from events e where e.app_id = ?::uuid and e.user_id = c.user_id and not e.is_bot
-           and e.created_at >= ((c.b + interval '1 ${unit}') at time zone ?)
-           and e.created_at < ((c.b + interval '2 ${unit}') at time zone ?))) as retained
-     from cohort c group by 1`,
-    [
-      req.appId,
-      lo,
-      req.timeZone,
-      hi,
-      req.timeZone,
-      req.timeZone,
-      req.appId,
-      lo,
-      req.timeZone,
-      req.appId,
-      req.timeZone,
-      req.timeZone,
-    ],
-  );
-  const byKey = new Map(found.map((r) => [r.k, r]));
+  const byKey = await retentionPerBucket(ctx.db, req.appId, rangeOf(ctx, req, unit, lo, hi));
   return list.map((b) => {
     const r = byKey.get(keyOf(b.key));
-    return percent(Number(r?.retained ?? 0), Number(r?.n ?? 0));
+    return percent(r?.retained ?? 0, r?.cohort ?? 0);
   });
 };
 

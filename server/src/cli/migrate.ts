@@ -19,6 +19,7 @@ export function registerMigrateCommand(program: Command): void {
     // Loaded here so that the other commands never pay for the database drivers.
     const { openDatabase } = await import('../storage/db.js');
     const { DataDirLockedError } = await import('../storage/lock.js');
+    const { appliedMigrationNames } = await import('../storage/maintenance.js');
     const where = config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `the embedded database in ${config.dataDir}`;
     let db: Awaited<ReturnType<typeof openDatabase>>;
     try {
@@ -30,8 +31,7 @@ export function registerMigrateCommand(program: Command): void {
       throw new CliError(`Could not migrate ${where}: ${err instanceof Error ? err.message : String(err)}`);
     }
     try {
-      const rows: { name: string }[] = await db.knex('knex_migrations').select('name').orderBy('id');
-      const migrations = rows.map((r) => r.name);
+      const migrations = await appliedMigrationNames(db.knex);
       print(
         opts,
         {
@@ -61,23 +61,18 @@ export function registerSandboxSqlCommand(program: Command): void {
   ).action(async (opts: GlobalOptions) => {
     const config = cliConfig();
     if (!config.databaseUrl) throw new CliError('Set DATABASE_URL: the embedded database has no roles to set up.');
-    const { default: knexModule } = await import('knex');
+    const { connectionIdentity } = await import('../storage/maintenance.js');
     const { newSandboxPassword, sandboxRoleName, sandboxSetupScript } = await import('../storage/sandbox-role.js');
-    const knex = knexModule({ client: 'pg', connection: config.databaseUrl, pool: { min: 0, max: 1 } });
-    try {
-      const { rows } = await knex.raw('SELECT current_database() AS db, current_user AS me');
-      const password = newSandboxPassword();
-      const url = new URL(config.databaseUrl);
-      url.username = sandboxRoleName(rows[0].db);
-      url.password = password;
-      const sql = sandboxSetupScript(rows[0].db, rows[0].me, password);
-      print(
-        opts,
-        { sql, sandbox_database_url: url.toString() },
-        `${sql}-- Then start Tally with SANDBOX_DATABASE_URL=${url.toString()}`,
-      );
-    } finally {
-      await knex.destroy();
-    }
+    const { database, user } = await connectionIdentity(config.databaseUrl);
+    const password = newSandboxPassword();
+    const url = new URL(config.databaseUrl);
+    url.username = sandboxRoleName(database);
+    url.password = password;
+    const sql = sandboxSetupScript(database, user, password);
+    print(
+      opts,
+      { sql, sandbox_database_url: url.toString() },
+      `${sql}-- Then start Tally with SANDBOX_DATABASE_URL=${url.toString()}`,
+    );
   });
 }

@@ -6,7 +6,7 @@ import { Router } from 'express';
 import type { OpenApiDocument } from '../contract.js';
 import { envelope } from '../errors.js';
 import type { Database } from '../storage/db.js';
-import { migrationsAreCurrent } from '../storage/migrations/index.js';
+import { readiness } from '../storage/maintenance.js';
 
 const DOCS_HTML = fileURLToPath(new URL('../../../generated/docs/index.html', import.meta.url));
 
@@ -17,9 +17,8 @@ export function opsRouter(database: Database, yaml: string, doc: OpenApiDocument
   });
   router.get('/readyz', async (_req, res) => {
     try {
-      await database.knex.raw('select 1');
-      const current = await migrationsAreCurrent(database.knex);
-      res.status(current ? 200 : 503).json({ status: current ? 'ready' : 'migrating', database: database.kind });
+      const status = await readiness(database.knex);
+      res.status(status === 'ready' ? 200 : 503).json({ status, database: database.kind });
     } catch {
       res.status(503).json({ status: 'unavailable', database: database.kind });
     }

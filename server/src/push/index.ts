@@ -1,6 +1,6 @@
 // Builds the adapter for an app's stored provider configuration (secrets already opened).
-import type { Knex } from 'knex';
 import type { PushEndpointAllowlist } from '../config.js';
+import type { Db } from '../storage/handle.js';
 import { deleteSubscriptions, type PushProviderRow, subscriptionsOf } from '../storage/push.js';
 import type { HostResolver } from './endpoint-guard.js';
 import { OneSignalProvider } from './onesignal.js';
@@ -12,7 +12,7 @@ import { WonderPushProvider } from './wonderpush.js';
 export function providerFor(
   row: PushProviderRow,
   secrets: Record<string, string>,
-  deps: { db: Knex; clock: () => Date; allowlist: PushEndpointAllowlist; resolver?: HostResolver },
+  deps: { db: Db; clock: () => Date; allowlist: PushEndpointAllowlist; resolver?: HostResolver },
 ): PushProvider {
   const s = row.settings;
   switch (row.provider) {

@@ -1,9 +1,9 @@
 // Which app a request may use. A REST key works on its own app, an organization-wide key on any
 // app of its organization, an MCP key on any app of its organization. Anything else is 404, so a
 // caller never learns that another tenant's app exists.
-import type { Knex } from 'knex';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { isUuid } from '../ids.js';
+import type { Db } from '../storage/handle.js';
 import { type AppRow, findApp, listApps } from '../storage/tenancy.js';
 import type { McpPrincipal, RestPrincipal } from './keys.js';
 
@@ -12,7 +12,7 @@ function appNotFound(appId: string): NotFoundError {
 }
 
 /** The app a REST request acts on: `appId` when given (and allowed), else the key's own app. */
-export async function appForRestKey(db: Knex, principal: RestPrincipal, appId?: string): Promise<AppRow> {
+export async function appForRestKey(db: Db, principal: RestPrincipal, appId?: string): Promise<AppRow> {
   const wanted = appId ?? principal.appId;
   if (!isUuid(wanted)) throw appNotFound(wanted);
   if (wanted !== principal.appId && !principal.orgWide) throw appNotFound(wanted);
@@ -22,7 +22,7 @@ export async function appForRestKey(db: Knex, principal: RestPrincipal, appId?: 
 }
 
 /** The app an MCP request acts on; without `appId`, the organization's only app. */
-export async function appForMcpKey(db: Knex, principal: McpPrincipal, appId?: string): Promise<AppRow> {
+export async function appForMcpKey(db: Db, principal: McpPrincipal, appId?: string): Promise<AppRow> {
   if (appId === undefined) {
     const apps = await listApps(db, principal.organizationId);
     if (apps.length === 1) return apps[0]!;

@@ -3,15 +3,18 @@ import { type FieldError, NotFoundError, ValidationError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import {
   type AppRow,
+  appVersions,
   findApp,
   findOrganization,
   insertApp,
+  insertAppVersion,
   insertOrganization,
   listApps,
   listOrganizations,
   type OrganizationRow,
   updateApp,
   updateOrganization,
+  type VersionRow,
 } from '../storage/tenancy.js';
 import type { ServiceContext } from './context.js';
 import { createKey, getKey, listKeys, type Permission, revokeKey } from './keys.js';
@@ -143,14 +146,7 @@ export async function revoke(ctx: ServiceContext, keyId: string) {
   return revokeKey(ctx.db, keyId);
 }
 
-export interface VersionRow {
-  id: string;
-  app_id: string;
-  version: string;
-  release_notes: string | null;
-  released_at: Date;
-  created_by: string | null;
-}
+export type { VersionRow };
 
 export async function addVersion(
   ctx: ServiceContext,
@@ -158,27 +154,16 @@ export async function addVersion(
   input: { version: string; release_notes?: string; released_at?: string; created_by?: string },
 ): Promise<VersionRow> {
   await getApp(ctx, appId);
-  const [row] = await ctx
-    .db('app_versions')
-    .insert({
-      id: uuidv7(),
-      app_id: appId,
-      version: input.version,
-      release_notes: input.release_notes ?? null,
-      released_at: input.released_at ? new Date(input.released_at) : ctx.clock(),
-      created_by: input.created_by ?? null,
-    })
-    .returning('*');
-  return row;
+  return insertAppVersion(ctx.db, appId, {
+    id: uuidv7(),
+    version: input.version,
+    release_notes: input.release_notes ?? null,
+    released_at: input.released_at ? new Date(input.released_at) : ctx.clock(),
+    created_by: input.created_by ?? null,
+  });
 }
 
 export async function versionsOf(ctx: ServiceContext, appId: string): Promise<VersionRow[]> {
   await getApp(ctx, appId);
-  return ctx
-    .db('app_versions')
-    .where({ app_id: appId })
-    .orderBy([
-      { column: 'released_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ]);
+  return appVersions(ctx.db, appId);
 }

@@ -2,9 +2,9 @@
 // admin token, written once to <DATA_DIR>/credentials.json (mode 0600) and printed.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Knex } from 'knex';
 import { uuidv7 } from '../ids.js';
-import { insertApp, insertOrganization } from '../storage/tenancy.js';
+import { type Db, inTransaction } from '../storage/handle.js';
+import { anyOrganizationExists, insertApp, insertOrganization, takeBootstrapLock } from '../storage/tenancy.js';
 import { createKey, issueAdminToken } from './keys.js';
 
 export interface Credentials {
@@ -16,17 +16,16 @@ export interface Credentials {
 }
 
 /** Creates the defaults when no organization exists; returns the credentials, or null if there was nothing to do. */
-export async function bootstrapIfEmpty(db: Knex, adminToken: string | undefined): Promise<Credentials | null> {
-  return db.transaction(async (trx) => {
+export async function bootstrapIfEmpty(db: Db, adminToken: string | undefined): Promise<Credentials | null> {
+  return inTransaction(db, async (tx) => {
     // One bootstrap even when two instances start together on one PostgreSQL.
-    await trx.raw('select pg_advisory_xact_lock(7461726)');
-    const existing = await trx('organizations').first('id');
-    if (existing) return null;
-    const org = await insertOrganization(trx, { id: uuidv7(), name: 'Default organization' });
-    const app = await insertApp(trx, { id: uuidv7(), organization_id: org.id, name: 'Default app' });
-    const rest = await createKey(trx, app, { kind: 'rest', name: 'default' });
-    const mcp = await createKey(trx, app, { kind: 'mcp', name: 'default', permissions: ['read', 'write'] });
-    const token = adminToken ?? (await issueAdminToken(trx));
+    await takeBootstrapLock(tx);
+    if (await anyOrganizationExists(tx)) return null;
+    const org = await insertOrganization(tx, { id: uuidv7(), name: 'Default organization' });
+    const app = await insertApp(tx, { id: uuidv7(), organization_id: org.id, name: 'Default app' });
+    const rest = await createKey(tx, app, { kind: 'rest', name: 'default' });
+    const mcp = await createKey(tx, app, { kind: 'mcp', name: 'default', permissions: ['read', 'write'] });
+    const token = adminToken ?? (await issueAdminToken(tx));
     return {
       admin_token: token,
       organization_id: org.id,

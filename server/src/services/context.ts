@@ -1,17 +1,17 @@
 // What every service receives: the database, the configuration, a logger, a clock, the event
 // writer, the language model and the sandbox executor.
-import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Llm } from '../llm/index.js';
 import type { EventWriter } from '../storage/event-writer.js';
+import type { Db } from '../storage/handle.js';
 import type { SandboxDatabase } from '../storage/sandbox.js';
 
 /** The current time; tests pass a fixed or controllable clock. */
 export type Clock = () => Date;
 
 export interface ServiceContext {
-  readonly db: Knex;
+  readonly db: Db;
   readonly config: Config;
   readonly logger: Logger;
   /** The current time; tests pass a fixed clock. */

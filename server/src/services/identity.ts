@@ -7,6 +7,14 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import { open, SecretsUnreadableError, seal } from '../push/secrets.js';
+import { inTransaction } from '../storage/handle.js';
+import {
+  deleteIdentitySecret,
+  identitySecretIds,
+  insertIdentitySecret,
+  lockedIdentitySecretCount,
+  sealedIdentitySecrets,
+} from '../storage/identity.js';
 import { getApp } from './admin.js';
 import type { ServiceContext } from './context.js';
 
@@ -17,11 +25,6 @@ const PURPOSE = 'identity-secrets';
 export interface IdentitySecretInfo {
   id: string;
   created_at: Date;
-}
-
-interface SecretRow extends IdentitySecretInfo {
-  app_id: string;
-  secret: string;
 }
 
 /** The hash a site's server computes for a user id: lower-case hex HMAC-SHA256 keyed by the secret. */
@@ -35,20 +38,11 @@ export class IdentityNotVerifiedError extends ForbiddenError {
   }
 }
 
-const active = (ctx: ServiceContext, appId: string) =>
-  ctx
-    .db<SecretRow>('app_identity_secrets')
-    .where({ app_id: appId })
-    .orderBy([
-      { column: 'created_at', order: 'asc' },
-      { column: 'id', order: 'asc' },
-    ]);
-
 const info = (r: IdentitySecretInfo): IdentitySecretInfo => ({ id: r.id, created_at: r.created_at });
 
 export async function listIdentitySecrets(ctx: ServiceContext, appId: string): Promise<IdentitySecretInfo[]> {
   const app = await getApp(ctx, appId);
-  return (await active(ctx, app.id).select('id', 'created_at')).map(info);
+  return (await identitySecretIds(ctx.db, app.id)).map(info);
 }
 
 /** Generates a secret and returns it (the only time it is shown). 409 with two already active. */
@@ -62,24 +56,18 @@ export async function generateIdentitySecret(ctx: ServiceContext, appId: string)
   }
   const secret = `tis_${randomBytes(32).toString('base64url')}`;
   const now = ctx.clock();
-  const row = await ctx.db.transaction(async (trx) => {
+  const row = await inTransaction(ctx.db, async (tx) => {
     // One generation at a time per app, so two concurrent calls cannot both pass the count.
-    await trx('apps').where({ id: app.id }).forUpdate().first('id');
-    const [counted] = await trx('app_identity_secrets').where({ app_id: app.id }).count({ count: '*' });
-    if (Number(counted?.count ?? 0) >= MAX_IDENTITY_SECRETS) {
+    if ((await lockedIdentitySecretCount(tx, app.id)) >= MAX_IDENTITY_SECRETS) {
       throw new ConflictError(
         `This app already has ${MAX_IDENTITY_SECRETS} identity secrets. Once your site signs user ids with the newer one, remove the older one (tally apps update ${app.id} --identity-secret remove-old) and generate again.`,
       );
     }
-    const [inserted] = await trx('app_identity_secrets')
-      .insert({
-        id: uuidv7(now.getTime()),
-        app_id: app.id,
-        secret: seal(secretKey, app.id, { secret }, PURPOSE),
-        created_at: now,
-      })
-      .returning<SecretRow[]>(['id', 'created_at']);
-    return inserted!;
+    return insertIdentitySecret(tx, app.id, {
+      id: uuidv7(now.getTime()),
+      secret: seal(secretKey, app.id, { secret }, PURPOSE),
+      created_at: now,
+    });
   });
   ctx.logger.info({ app_id: app.id, secret_id: row.id }, 'identity secret generated');
   return { secret, info: info(row), active: await listIdentitySecrets(ctx, app.id) };
@@ -88,9 +76,7 @@ export async function generateIdentitySecret(ctx: ServiceContext, appId: string)
 /** Removes one secret at once; hashes made with it are refused from then on. */
 export async function removeIdentitySecret(ctx: ServiceContext, appId: string, secretId: string) {
   const app = await getApp(ctx, appId);
-  const removed = isUuid(secretId)
-    ? await ctx.db('app_identity_secrets').where({ app_id: app.id, id: secretId }).delete()
-    : 0;
+  const removed = isUuid(secretId) ? await deleteIdentitySecret(ctx.db, app.id, secretId) : 0;
   if (removed === 0) throw new NotFoundError(`The app ${app.id} has no identity secret with id ${secretId}.`);
   ctx.logger.info({ app_id: app.id, secret_id: secretId }, 'identity secret removed');
   return { id: secretId, active: await listIdentitySecrets(ctx, app.id) };
@@ -107,7 +93,7 @@ export async function verifyUserHash(
   userHash: string,
 ): Promise<boolean> {
   const given = /^[0-9a-f]{64}$/i.test(userHash) ? Buffer.from(userHash, 'hex') : null;
-  const rows = await active(ctx, appId).select('id', 'secret');
+  const rows = await sealedIdentitySecrets(ctx.db, appId);
   let matched = false;
   for (const row of rows) {
     let secret: string | undefined;

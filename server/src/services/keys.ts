@@ -1,8 +1,8 @@
 // API keys: creation (only a hash is stored), authentication of each surface's credential, and
 // the admin token. A key of one surface never authenticates another.
-import type { Knex } from 'knex';
 import { AuthError, NotFoundError } from '../errors.js';
 import { hashSecret, isUuid, newSecret, uuidv7 } from '../ids.js';
+import type { Db } from '../storage/handle.js';
 import {
   type ApiKeyRow,
   type AppRow,
@@ -39,7 +39,7 @@ export interface CreatedKey {
 }
 
 export async function createKey(
-  db: Knex,
+  db: Db,
   app: Pick<AppRow, 'id' | 'organization_id'>,
   options: { kind: 'rest' | 'mcp'; permissions?: Permission[]; orgWide?: boolean; name?: string },
 ): Promise<CreatedKey> {
@@ -61,14 +61,14 @@ export async function createKey(
 
 export const listKeys = listApiKeys;
 
-export async function revokeKey(db: Knex, keyId: string): Promise<ApiKeyRow> {
+export async function revokeKey(db: Db, keyId: string): Promise<ApiKeyRow> {
   const row = isUuid(keyId) ? await revokeApiKey(db, keyId) : undefined;
   if (!row) throw new NotFoundError(`No API key with id ${keyId}.`);
   cacheFor(db).delete(row.key_hash);
   return row;
 }
 
-export async function getKey(db: Knex, keyId: string): Promise<ApiKeyRow | undefined> {
+export async function getKey(db: Db, keyId: string): Promise<ApiKeyRow | undefined> {
   return isUuid(keyId) ? findApiKey(db, keyId) : undefined;
 }
 
@@ -76,9 +76,9 @@ export async function getKey(db: Knex, keyId: string): Promise<ApiKeyRow | undef
 // in this process clears the entry at once; other instances see it within the TTL.
 const KEY_CACHE_TTL_MS = 5_000;
 type KeyCache = Map<string, { row: ApiKeyRow | null; expires: number }>;
-const keyCaches = new WeakMap<Knex, KeyCache>();
+const keyCaches = new WeakMap<Db, KeyCache>();
 
-function cacheFor(db: Knex): KeyCache {
+function cacheFor(db: Db): KeyCache {
   let cache = keyCaches.get(db);
   if (!cache) {
     cache = new Map();
@@ -87,7 +87,7 @@ function cacheFor(db: Knex): KeyCache {
   return cache;
 }
 
-async function lookupKey(db: Knex, keyHash: string): Promise<ApiKeyRow | null> {
+async function lookupKey(db: Db, keyHash: string): Promise<ApiKeyRow | null> {
   const keyCache = cacheFor(db);
   const now = Date.now();
   const hit = keyCache.get(keyHash);
@@ -98,7 +98,7 @@ async function lookupKey(db: Knex, keyHash: string): Promise<ApiKeyRow | null> {
   return row;
 }
 
-async function authenticate(db: Knex, secret: string | undefined, kind: 'rest' | 'mcp'): Promise<ApiKeyRow> {
+async function authenticate(db: Db, secret: string | undefined, kind: 'rest' | 'mcp'): Promise<ApiKeyRow> {
   const label = kind === 'rest' ? 'API key' : 'MCP API key';
   if (!secret) throw new AuthError('MISSING_AUTH', `This endpoint needs an ${label}; none was sent.`);
   const row = await lookupKey(db, hashSecret(secret));
@@ -109,12 +109,12 @@ async function authenticate(db: Knex, secret: string | undefined, kind: 'rest' |
   return row;
 }
 
-export async function authenticateRest(db: Knex, secret: string | undefined): Promise<RestPrincipal> {
+export async function authenticateRest(db: Db, secret: string | undefined): Promise<RestPrincipal> {
   const row = await authenticate(db, secret, 'rest');
   return { kind: 'rest', keyId: row.id, appId: row.app_id, organizationId: row.organization_id, orgWide: row.org_wide };
 }
 
-export async function authenticateMcp(db: Knex, secret: string | undefined): Promise<McpPrincipal> {
+export async function authenticateMcp(db: Db, secret: string | undefined): Promise<McpPrincipal> {
   const row = await authenticate(db, secret, 'mcp');
   return {
     kind: 'mcp',
@@ -127,13 +127,13 @@ export async function authenticateMcp(db: Knex, secret: string | undefined): Pro
 const ADMIN_TOKEN_SETTING = 'admin_token_hash';
 
 /** Stores a new admin token's hash and returns the token (first start without ADMIN_TOKEN). */
-export async function issueAdminToken(db: Knex): Promise<string> {
+export async function issueAdminToken(db: Db): Promise<string> {
   const token = newSecret('admin');
   await putSetting(db, ADMIN_TOKEN_SETTING, hashSecret(token));
   return token;
 }
 
-export async function authenticateAdmin(db: Knex, configured: string | undefined, token: string | undefined) {
+export async function authenticateAdmin(db: Db, configured: string | undefined, token: string | undefined) {
   if (!token) throw new AuthError('MISSING_AUTH', 'The admin API needs the admin token; none was sent.');
   const expected = configured ? hashSecret(configured) : await getSetting<string>(db, ADMIN_TOKEN_SETTING);
   if (!expected || hashSecret(token) !== expected) {

@@ -4,7 +4,6 @@
 // like the engine's), and only then SQL written by the model (run in the sandbox by the caller).
 // A refusal names the words not understood, the app's closest events and properties, and
 // rephrasings that work.
-import type { Knex } from 'knex';
 import { localDate } from '../analytics/time.js';
 import { AppError } from '../errors.js';
 import {
@@ -20,6 +19,7 @@ import {
 } from '../language/index.js';
 import { CRITERIA_SCHEMA, criteriaFromModel, QUERY_SCHEMA, queryFromModel } from '../language/schema.js';
 import { LlmError } from '../llm/index.js';
+import type { Db } from '../storage/handle.js';
 import type { CompileContext } from '../storage/language-sql.js';
 import { lexiconFingerprint, loadLexiconData } from '../storage/lexicon.js';
 import { findApp, findOrganization } from '../storage/tenancy.js';
@@ -38,7 +38,7 @@ interface CachedLexicon {
   lexicon: Lexicon;
 }
 
-const caches = new WeakMap<Knex, Map<string, CachedLexicon>>();
+const caches = new WeakMap<Db, Map<string, CachedLexicon>>();
 
 /** The app's lexicon, rebuilt when its events or users changed. */
 export async function appLexicon(ctx: Pick<ServiceContext, 'db'>, appId: string): Promise<Lexicon> {

@@ -1,10 +1,22 @@
 // User profiles: upsert with property merge, aliases, and renames of the external id. A user's
 // events reference its internal id, so a rename is one row update and history follows it.
 import type { AliasCreate, UserUpsert } from '@tally/client';
-import type { Knex } from 'knex';
 import { ConflictError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
-import { findAlias, findUserByExternalId, findUserById, findUserByIdentifier, type UserRow } from '../storage/users.js';
+import { type Db, inTransaction, isUniqueViolation } from '../storage/handle.js';
+import {
+  addAliasIfAbsent,
+  deleteAlias,
+  findAlias,
+  findUserByExternalId,
+  findUserById,
+  findUserByIdentifier,
+  insertUserOrApplyProfile,
+  type ProfileChange,
+  renameUser,
+  type UserRow,
+  updateUserProfile,
+} from '../storage/users.js';
 import type { ServiceContext } from './context.js';
 import { checkIdentifier, checkProperties } from './limits.js';
 
@@ -13,10 +25,6 @@ export type UserInput = UserUpsert;
 function refuse(errors: FieldError[], what: string): void {
   if (errors.length > 0)
     throw new ValidationError(`Invalid ${what}: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  return (err as { code?: string })?.code === '23505';
 }
 
 /** Splits a properties patch into keys to set and keys to remove (those set to null). */
@@ -45,42 +53,18 @@ export async function upsertUser(
   checkProperties(input.properties, '/body/properties', errors);
   refuse(errors, 'user');
   const { set, remove } = propertiesPatch(input.properties);
-  return ctx.db.transaction(async (trx) => {
-    const existing = await findUserByIdentifier(trx, appId, input.user_id);
-    const merged = trx.raw(`(coalesce(users.properties, '{}'::jsonb) || ?::jsonb) - ?::text[]`, [
-      JSON.stringify(set),
-      remove,
-    ]);
-    const changes: Record<string, unknown> = { properties: merged, updated_at: ctx.clock() };
-    if (input.email !== undefined) changes.email = input.email;
-    if (input.phone !== undefined) changes.phone = input.phone;
-    if (input.origin !== undefined) changes.origin = JSON.stringify(input.origin);
+  return inTransaction(ctx.db, async (tx) => {
+    const existing = await findUserByIdentifier(tx, appId, input.user_id);
+    const change: ProfileChange = { set, remove, updatedAt: ctx.clock() };
+    if (input.email !== undefined) change.email = input.email;
+    if (input.phone !== undefined) change.phone = input.phone;
+    if (input.origin !== undefined) change.origin = input.origin;
     if (existing) {
-      const [user] = await trx('users')
-        .where({ app_id: appId, id: existing.id })
-        .update(changes)
-        .returning<UserRow[]>('*');
+      const user = await updateUserProfile(tx, appId, existing.id, change);
       return { user: user!, created: false };
     }
-    const now = ctx.clock();
-    const inserted = await trx('users')
-      .insert({
-        id: uuidv7(now.getTime()),
-        app_id: appId,
-        external_id: input.user_id,
-        email: input.email ?? null,
-        phone: input.phone ?? null,
-        properties: JSON.stringify(set),
-        origin: input.origin === undefined ? null : JSON.stringify(input.origin),
-        created_at: now,
-        updated_at: now,
-        created_via: createdVia,
-      })
-      .onConflict(['app_id', 'external_id'])
-      .merge(changes)
-      .returning<(UserRow & { inserted: boolean })[]>(trx.raw('*, (xmax = 0) as inserted'));
-    const { inserted: created, ...user } = inserted[0]!;
-    return { user, created };
+    const id = uuidv7(change.updatedAt.getTime());
+    return insertUserOrApplyProfile(tx, appId, { id, externalId: input.user_id, createdVia }, change);
   });
 }
 
@@ -93,9 +77,9 @@ export async function createAlias(ctx: ServiceContext, appId: string, input: Ali
   }
   checkIdentifier(input.alias_id, '/body/alias_id', errors);
   refuse(errors, 'alias');
-  return ctx.db.transaction(async (trx) => {
-    const user = await findTarget(trx, appId, input);
-    const owner = await findUserByExternalId(trx, appId, input.alias_id);
+  return inTransaction(ctx.db, async (tx) => {
+    const user = await findTarget(tx, appId, input);
+    const owner = await findUserByExternalId(tx, appId, input.alias_id);
     if (owner && owner.id !== user.id) {
       throw new ConflictError(`"${input.alias_id}" is already the user id of another user.`);
     }
@@ -104,17 +88,14 @@ export async function createAlias(ctx: ServiceContext, appId: string, input: Ali
         `"${input.alias_id}" is already this user's own id; an alias must be a different identifier.`,
         [{ path: '/body/alias_id', message: "is the user's own id" }],
       );
-    await trx('user_aliases')
-      .insert({ app_id: appId, alias_id: input.alias_id, user_id: user.id, created_at: ctx.clock() })
-      .onConflict(['app_id', 'alias_id'])
-      .ignore();
-    const alias = await findAlias(trx, appId, input.alias_id);
+    await addAliasIfAbsent(tx, appId, input.alias_id, user.id, ctx.clock());
+    const alias = await findAlias(tx, appId, input.alias_id);
     if (alias!.user_id !== user.id) throw new ConflictError(`"${input.alias_id}" is already an alias of another user.`);
     return { user, aliasId: input.alias_id };
   });
 }
 
-async function findTarget(db: Knex, appId: string, input: AliasInput): Promise<UserRow> {
+async function findTarget(db: Db, appId: string, input: AliasInput): Promise<UserRow> {
   if (input.user_id !== undefined) {
     const user = await findUserByIdentifier(db, appId, input.user_id);
     if (!user) throw new NotFoundError(`No user with id "${input.user_id}" in this app.`);
@@ -131,22 +112,18 @@ export async function replaceUserId(ctx: ServiceContext, appId: string, currentI
   checkIdentifier(newId, '/body/new_user_id', errors);
   refuse(errors, 'rename');
   try {
-    return await ctx.db.transaction(async (trx) => {
-      const user = await findUserByExternalId(trx, appId, currentId);
+    return await inTransaction(ctx.db, async (tx) => {
+      const user = await findUserByExternalId(tx, appId, currentId);
       if (!user) throw new NotFoundError(`No user with id "${currentId}" in this app.`);
       if (newId === currentId) return user;
-      const taken = await findUserByExternalId(trx, appId, newId);
+      const taken = await findUserByExternalId(tx, appId, newId);
       if (taken) throw new ConflictError(`The user id "${newId}" already belongs to another user.`);
-      const alias = await findAlias(trx, appId, newId);
+      const alias = await findAlias(tx, appId, newId);
       if (alias && alias.user_id !== user.id)
         throw new ConflictError(`"${newId}" is already an alias of another user.`);
       // The user's own alias may become its id: it is then no longer needed as an alias.
-      if (alias) await trx('user_aliases').where({ app_id: appId, alias_id: newId }).delete();
-      const [renamed] = await trx('users')
-        .where({ app_id: appId, id: user.id })
-        .update({ external_id: newId, updated_at: ctx.clock() })
-        .returning<UserRow[]>('*');
-      return renamed!;
+      if (alias) await deleteAlias(tx, appId, newId);
+      return renameUser(tx, appId, user.id, { externalId: newId, createdVia: user.created_via, at: ctx.clock() });
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new ConflictError(`The user id "${newId}" already belongs to another user.`);

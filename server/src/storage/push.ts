@@ -61,6 +61,7 @@ export async function insertDelivery(db: Knex, row: Omit<DeliveryRow, 'clicked_a
   return saved as DeliveryRow;
 }
 
+/** Not per-app: a click link carries only the delivery id; the row says which app it belongs to. */
 export const findDelivery = (db: Knex, id: string) => db<DeliveryRow>('push_deliveries').where({ id }).first();
 
 /** Sets clicked_at on the first click only; later clicks keep the first time. */

@@ -1,5 +1,6 @@
 // Queries for users and their aliases. A user is found by its external id or by one of its aliases.
 import type { Knex } from 'knex';
+import type { Db } from './handle.js';
 
 export interface UserRow {
   id: string;
@@ -79,8 +80,9 @@ export async function setProfiles(
   );
 }
 
-/** Runs `fn` in one transaction (services compose storage functions inside it). */
-export const inTransaction = <T>(db: Knex, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> => db.transaction(fn);
+// Transactions are opened with inTransaction from handle.ts; still exported here for the callers
+// that import it from this module (services/website.ts).
+export { inTransaction } from './handle.js';
 
 /** Creates the user unless its external id exists already; returns the user with that external id. */
 export async function insertUserIfAbsent(
@@ -126,4 +128,86 @@ export async function renameUser(
     .update({ external_id: change.externalId, updated_at: change.at, created_via: change.createdVia })
     .returning('*');
   return renamed as UserRow;
+}
+
+/**
+ * A change to a user's profile: `set` keys are merged into the stored properties, `remove` keys
+ * deleted from them; email, phone and origin replace the stored values when present.
+ */
+export interface ProfileChange {
+  set: Record<string, unknown>;
+  remove: string[];
+  email?: string | null;
+  phone?: string | null;
+  origin?: Record<string, unknown> | null;
+  updatedAt: Date;
+}
+
+/** The column values a profile change writes (properties merged in SQL, so concurrent merges compose). */
+function profileColumns(db: Db, change: ProfileChange): Record<string, unknown> {
+  const columns: Record<string, unknown> = {
+    properties: db.raw(`(coalesce(users.properties, '{}'::jsonb) || ?::jsonb) - ?::text[]`, [
+      JSON.stringify(change.set),
+      change.remove,
+    ]),
+    updated_at: change.updatedAt,
+  };
+  if (change.email !== undefined) columns.email = change.email;
+  if (change.phone !== undefined) columns.phone = change.phone;
+  if (change.origin !== undefined) columns.origin = change.origin === null ? null : JSON.stringify(change.origin);
+  return columns;
+}
+
+/** Applies a profile change to an existing user; returns the user as changed (undefined if it is gone). */
+export async function updateUserProfile(
+  db: Db,
+  appId: string,
+  userId: string,
+  change: ProfileChange,
+): Promise<UserRow | undefined> {
+  const [user] = await db('users')
+    .where({ app_id: appId, id: userId })
+    .update(profileColumns(db, change))
+    .returning<UserRow[]>('*');
+  return user;
+}
+
+export interface NewUser {
+  id: string;
+  externalId: string;
+  createdVia: UserRow['created_via'];
+}
+
+/**
+ * Inserts a user with the change's profile; when a concurrent request created the same external
+ * id first, applies the change to that user instead. Returns the user and whether it was created.
+ */
+export async function insertUserOrApplyProfile(
+  db: Db,
+  appId: string,
+  user: NewUser,
+  change: ProfileChange,
+): Promise<{ user: UserRow; created: boolean }> {
+  const rows = await db('users')
+    .insert({
+      id: user.id,
+      app_id: appId,
+      external_id: user.externalId,
+      email: change.email ?? null,
+      phone: change.phone ?? null,
+      properties: JSON.stringify(change.set),
+      origin: change.origin == null ? null : JSON.stringify(change.origin),
+      created_at: change.updatedAt,
+      updated_at: change.updatedAt,
+      created_via: user.createdVia,
+    })
+    .onConflict(['app_id', 'external_id'])
+    .merge(profileColumns(db, change))
+    .returning<(UserRow & { inserted: boolean })[]>(db.raw('*, (xmax = 0) as inserted'));
+  const { inserted, ...row } = rows[0]!;
+  return { user: row, created: inserted };
+}
+
+export async function deleteAlias(db: Db, appId: string, aliasId: string): Promise<void> {
+  await db('user_aliases').where({ app_id: appId, alias_id: aliasId }).delete();
 }

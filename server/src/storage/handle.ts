@@ -1,0 +1,30 @@
+// The database handle code outside storage/ passes to storage functions without looking inside
+// it, the one way it opens a transaction, and the driver facts it may need to react to. Nothing
+// outside storage/ imports knex or pg: this module names their types for it.
+import type { Knex } from 'knex';
+
+/** A database handle (the pool or an open transaction); only storage functions use it. */
+export type Db = Knex;
+
+/** An open transaction, accepted wherever a `Db` is. */
+export type Tx = Knex.Transaction;
+
+/**
+ * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. Storage
+ * functions called with the transaction take part in it.
+ */
+export function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+  return db.transaction(work);
+}
+
+/** Whether a database error is a unique-constraint violation (a concurrent insert got there first). */
+export function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === '23505';
+}
+
+/** A query ran over its statement timeout and was cancelled. */
+export class StatementTimeout extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`query ran over its statement timeout of ${timeoutMs} ms`);
+  }
+}
