@@ -5,7 +5,8 @@
 //
 // --show-exempt also lists what the exempt paths still hold (what is left to move).
 //
-// Rules, for every TypeScript file under server/src except storage/ and the exempt paths below:
+// Rules, for every TypeScript file under server/src except storage/ and the exempt paths below
+// (and handler-storage: files in server/src/http/ import nothing but types from storage/):
 //   driver-import  an import (static, dynamic, `import type`, `import("…")` in a type, require,
 //                  `declare module`) of a database driver: knex, pg and its companions, postgres,
 //                  PGlite. Outside storage/, pass the handle as `Db` from storage/handle.ts.
@@ -31,12 +32,7 @@ import ts from 'typescript';
 // Files whose queries are still being moved into storage/ by work in progress elsewhere. Each
 // entry is a file, or a folder ending in '/'. Remove an entry when its work lands: the check
 // fails while an entry has nothing left to exempt.
-const EXEMPT = [
-  // Issue 13, the lead's part (http/): these still take knex's `Knex` type for the handle they
-  // pass on; `Db` from storage/handle.ts replaces it.
-  'server/src/http/access.ts',
-  'server/src/http/auth.ts',
-];
+const EXEMPT = [];
 
 const DRIVERS = /^(knex|pg|pg-(?!boss(?:\/|$))[a-z-]+|@types\/pg[a-z-]*|postgres|@electric-sql\/pglite[a-z-]*)(\/.*)?$/;
 const DRIVER_PATH =
@@ -233,6 +229,20 @@ function check({ root, exempt }) {
       // Module references.
       if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier) {
         if (ts.isStringLiteral(node.moduleSpecifier)) driverImport(node, node.moduleSpecifier.text);
+        // Handlers call services only: http/ may name storage types, never call storage.
+        const typeOnly = ts.isImportDeclaration(node) ? node.importClause?.isTypeOnly : node.isTypeOnly;
+        if (
+          rel.startsWith('server/src/http/') &&
+          ts.isStringLiteral(node.moduleSpecifier) &&
+          /^\.\.\/storage\//.test(node.moduleSpecifier.text) &&
+          !typeOnly
+        ) {
+          report(
+            node,
+            'handler-storage',
+            `imports '${node.moduleSpecifier.text}' into a handler: handlers call services, which call storage (a type-only import is fine).`,
+          );
+        }
       } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
         const e = node.moduleReference.expression;
         if (ts.isStringLiteral(e)) driverImport(node, e.text);

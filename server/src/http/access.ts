@@ -3,8 +3,8 @@
 // operation that is not built yet, so no endpoint can be used to probe other tenants. The app is
 // left in the request context.
 import type { NextFunction, Request, Response } from 'express';
-import type { Knex } from 'knex';
 import { appForMcpKey, appForRestKey } from '../services/access.js';
+import type { Db } from '../storage/handle.js';
 import { requestContext } from './context.js';
 
 /** The app id a request names in its query or JSON body, if any. */
@@ -19,7 +19,7 @@ export function requestedAppId(req: Request): string | undefined {
   return undefined;
 }
 
-export function resolveApp(db: Knex) {
+export function resolveApp(db: Db) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const context = requestContext(res);
     const principal = context.principal;

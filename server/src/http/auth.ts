@@ -1,7 +1,6 @@
 // Security handlers for the contract's three schemes. Each leaves the authenticated principal in
 // the request context, or the precise reason it refused so the error envelope can name it.
 import type { Request } from 'express';
-import type { Knex } from 'knex';
 import type { Config, RateLimitClass } from '../config.js';
 import { AppError, ForbiddenError, toAppError } from '../errors.js';
 import {
@@ -11,6 +10,7 @@ import {
   type McpPrincipal,
   type Permission,
 } from '../services/keys.js';
+import type { Db } from '../storage/handle.js';
 import { contextOf } from './context.js';
 import { operationId } from './operations.js';
 import { applyDecision, checkAuthFailures, consume, recordAuthFailure } from './rate-limit.js';
@@ -76,7 +76,7 @@ async function limit(config: Config, req: Request, cls: RateLimitClass, keyId: s
   if (refused) throw refused;
 }
 
-export function securityHandlers(db: Knex, config: Config) {
+export function securityHandlers(db: Db, config: Config) {
   return {
     ApiKeyAuth: (req: Request) =>
       guarded(config, req, async () => {

@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { Router } from 'express';
 import type { OpenApiDocument } from '../contract.js';
 import { envelope } from '../errors.js';
+import { databaseReadiness } from '../services/health.js';
 import type { Database } from '../storage/db.js';
-import { readiness } from '../storage/maintenance.js';
 
 const DOCS_HTML = fileURLToPath(new URL('../../../generated/docs/index.html', import.meta.url));
 
@@ -16,12 +16,8 @@ export function opsRouter(database: Database, yaml: string, doc: OpenApiDocument
     res.json({ status: 'ok' });
   });
   router.get('/readyz', async (_req, res) => {
-    try {
-      const status = await readiness(database.knex);
-      res.status(status === 'ready' ? 200 : 503).json({ status, database: database.kind });
-    } catch {
-      res.status(503).json({ status: 'unavailable', database: database.kind });
-    }
+    const status = await databaseReadiness(database);
+    res.status(status === 'ready' ? 200 : 503).json({ status, database: database.kind });
   });
   router.get('/openapi.json', (_req, res) => {
     res.json(doc);

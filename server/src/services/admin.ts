@@ -1,5 +1,5 @@
 // Operator actions behind the admin API and the `tally` CLI: organizations, apps, keys, versions.
-import { type FieldError, NotFoundError, ValidationError } from '../errors.js';
+import { type FieldError, NotFoundError, refuseIfAny } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import {
   type AppRow,
@@ -31,11 +31,6 @@ function checkTimezone(timezone: string | undefined, errors: FieldError[]): void
   }
 }
 
-function refuse(errors: FieldError[]): void {
-  if (errors.length > 0)
-    throw new ValidationError(`Invalid settings: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
-}
-
 export async function getOrganization(ctx: ServiceContext, id: string): Promise<OrganizationRow> {
   const org = isUuid(id) ? await findOrganization(ctx.db, id) : undefined;
   if (!org) throw new NotFoundError(`No organization with id ${id}.`);
@@ -48,7 +43,7 @@ export async function createOrganization(
 ) {
   const errors: FieldError[] = [];
   checkTimezone(input.timezone, errors);
-  refuse(errors);
+  refuseIfAny(errors, 'settings');
   return insertOrganization(ctx.db, { id: uuidv7(), ...input });
 }
 
@@ -61,7 +56,7 @@ export async function changeOrganization(
 ) {
   const errors: FieldError[] = [];
   checkTimezone(patch.timezone, errors);
-  refuse(errors);
+  refuseIfAny(errors, 'settings');
   await getOrganization(ctx, id);
   return (await updateOrganization(ctx.db, id, patch))!;
 }
@@ -104,7 +99,7 @@ function checkSettings(settings: AppSettings, current: AppRow | undefined, error
 export async function createApp(ctx: ServiceContext, input: AppSettings & { organization_id: string; name: string }) {
   const errors: FieldError[] = [];
   checkSettings(input, undefined, errors);
-  refuse(errors);
+  refuseIfAny(errors, 'settings');
   await getOrganization(ctx, input.organization_id);
   return insertApp(ctx.db, { id: uuidv7(), ...input });
 }
@@ -118,7 +113,7 @@ export async function changeApp(ctx: ServiceContext, id: string, patch: AppSetti
   const current = await getApp(ctx, id);
   const errors: FieldError[] = [];
   checkSettings(patch, current, errors);
-  refuse(errors);
+  refuseIfAny(errors, 'settings');
   return (await updateApp(ctx.db, id, patch))!;
 }
 

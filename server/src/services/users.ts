@@ -1,7 +1,7 @@
 // User profiles: upsert with property merge, aliases, and renames of the external id. A user's
 // events reference its internal id, so a rename is one row update and history follows it.
 import type { AliasCreate, UserUpsert } from '@tally/client';
-import { ConflictError, type FieldError, NotFoundError, ValidationError } from '../errors.js';
+import { ConflictError, type FieldError, NotFoundError, refuseIfAny, ValidationError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import { type Db, inTransaction, isUniqueViolation } from '../storage/handle.js';
 import {
@@ -21,11 +21,6 @@ import type { ServiceContext } from './context.js';
 import { checkIdentifier, checkProperties } from './limits.js';
 
 export type UserInput = UserUpsert;
-
-function refuse(errors: FieldError[], what: string): void {
-  if (errors.length > 0)
-    throw new ValidationError(`Invalid ${what}: ${errors[0]!.path} ${errors[0]!.message}.`, errors);
-}
 
 /** Splits a properties patch into keys to set and keys to remove (those set to null). */
 function propertiesPatch(properties: Record<string, unknown> | undefined) {
@@ -51,7 +46,7 @@ export async function upsertUser(
   const errors: FieldError[] = [];
   checkIdentifier(input.user_id, '/body/user_id', errors);
   checkProperties(input.properties, '/body/properties', errors);
-  refuse(errors, 'user');
+  refuseIfAny(errors, 'user');
   const { set, remove } = propertiesPatch(input.properties);
   return inTransaction(ctx.db, async (tx) => {
     const existing = await findUserByIdentifier(tx, appId, input.user_id);
@@ -76,7 +71,7 @@ export async function createAlias(ctx: ServiceContext, appId: string, input: Ali
     errors.push({ path: '/body/user_id', message: 'is required (or send primary_user_id with the internal id)' });
   }
   checkIdentifier(input.alias_id, '/body/alias_id', errors);
-  refuse(errors, 'alias');
+  refuseIfAny(errors, 'alias');
   return inTransaction(ctx.db, async (tx) => {
     const user = await findTarget(tx, appId, input);
     const owner = await findUserByExternalId(tx, appId, input.alias_id);
@@ -110,7 +105,7 @@ async function findTarget(db: Db, appId: string, input: AliasInput): Promise<Use
 export async function replaceUserId(ctx: ServiceContext, appId: string, currentId: string, newId: string) {
   const errors: FieldError[] = [];
   checkIdentifier(newId, '/body/new_user_id', errors);
-  refuse(errors, 'rename');
+  refuseIfAny(errors, 'rename');
   try {
     return await inTransaction(ctx.db, async (tx) => {
       const user = await findUserByExternalId(tx, appId, currentId);
