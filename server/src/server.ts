@@ -7,9 +7,12 @@ import type { Logger } from 'pino';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { closeRateLimits } from './http/rate-limit.js';
-import { jobDefinitions, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
+import { CAMPAIGN_TRIGGERS, jobDefinitions, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
 import { JobRunner } from './jobs/runner.js';
+import { createLlm } from './llm/index.js';
 import { bootstrapIfEmpty, type Credentials, writeCredentials } from './services/bootstrap.js';
+import { mayTrigger } from './services/campaign-triggers.js';
+import type { ServiceContext } from './services/context.js';
 import { type Database, openDatabase } from './storage/db.js';
 import { EventWriter } from './storage/event-writer.js';
 
@@ -51,10 +54,35 @@ export async function startServer(
   await database.sandbox.confinement();
   const clock = options.clock ?? (() => new Date());
   const jobs = new JobRunner(database, logger);
-  await jobs.start(jobDefinitions(database, clock));
+  // Ingestion wakes the trigger worker after a commit that wrote outbox rows (at most one queued
+  // wake-up at a time; the minute tick catches anything missed).
+  let wakeQueued = false;
+  const ingestor = new EventWriter(database.knex, logger, {
+    mayTrigger,
+    fired() {
+      if (wakeQueued) return;
+      wakeQueued = true;
+      jobs
+        .runNow(CAMPAIGN_TRIGGERS)
+        .catch((err) => logger.warn({ err: (err as Error).message }, 'could not queue the trigger worker'))
+        .finally(() => {
+          wakeQueued = false;
+        });
+    },
+  });
+  const links = { base: config.publicBaseUrl ?? '' };
+  const jobContext: ServiceContext = {
+    db: database.knex,
+    config,
+    logger,
+    clock,
+    ingestor,
+    llm: createLlm(config),
+    sandbox: database.sandbox,
+  };
+  await jobs.start(jobDefinitions(database, clock, { ctx: jobContext, linkBase: () => links.base }));
   // The embedded database keeps no statistics of its own: gather them once at start.
   if (database.kind === 'pglite') await jobs.runNow(REFRESH_SANDBOX_STATISTICS);
-  const ingestor = new EventWriter(database.knex, logger);
   const app = createApp({ config, database, logger, clock, ingestor });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
@@ -63,6 +91,7 @@ export async function startServer(
   server.keepAliveTimeout = 65_000;
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  links.base ||= `http://${host}:${port}`;
   return {
     url: `http://${host}:${port}`,
     database,

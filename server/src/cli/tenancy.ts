@@ -132,6 +132,8 @@ type AppView = {
   conversion_events: string[];
   retention_days: number | null;
   ip_mode: string;
+  push_frequency_cap_per_day: number;
+  push_quiet_hours: string | null;
 };
 
 const appSummary = (app: AppView): string[] => [
@@ -144,6 +146,8 @@ const appSummary = (app: AppView): string[] => [
   `  conversion events: ${app.conversion_events.length ? app.conversion_events.join(', ') : 'any event with revenue'}`,
   `  retention: ${app.retention_days === null ? 'forever' : `${app.retention_days} days`}`,
   `  IP addresses: ${app.ip_mode}`,
+  `  campaign pushes per user and day: at most ${app.push_frequency_cap_per_day}`,
+  `  quiet hours: ${app.push_quiet_hours ?? 'none'}`,
 ];
 
 interface AppUpdateOptions extends GlobalOptions {
@@ -156,6 +160,8 @@ interface AppUpdateOptions extends GlobalOptions {
   conversionEvent?: string[];
   retentionDays?: number | typeof FOREVER;
   ipMode?: AppUpdate['ip_mode'];
+  pushFrequencyCap?: number;
+  pushQuietHours?: string;
   identitySecret?: 'generate' | 'remove-old';
 }
 
@@ -241,6 +247,12 @@ function registerApps(program: Command): void {
       .addOption(
         new Option('--ip-mode <mode>', 'how client IP addresses are stored').choices(['full', 'truncate', 'none']),
       )
+      .option(
+        '--push-frequency-cap <n>',
+        'campaign pushes one user may receive per 24 hours (0 stops them)',
+        integer(0),
+      )
+      .option('--push-quiet-hours <HH:MM-HH:MM|none>', 'when campaign sends wait, organization time (none removes)')
       .addOption(
         new Option(
           '--identity-secret <action>',
@@ -258,6 +270,8 @@ function registerApps(program: Command): void {
       conversion_events: listValue(opts.conversionEvent),
       retention_days: opts.retentionDays === FOREVER ? null : opts.retentionDays,
       ip_mode: opts.ipMode,
+      push_frequency_cap_per_day: opts.pushFrequencyCap,
+      push_quiet_hours: opts.pushQuietHours === 'none' ? null : opts.pushQuietHours,
     });
     const changes = Object.keys(body).length > 0;
     if (!changes && !opts.identitySecret) throw new CliError('Nothing to change: give at least one setting flag.');

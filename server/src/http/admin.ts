@@ -26,6 +26,8 @@ export const appView = (a: AppRow) => ({
   conversion_events: a.conversion_events,
   retention_days: a.retention_days,
   ip_mode: a.ip_mode,
+  push_frequency_cap_per_day: a.push_frequency_cap_per_day,
+  push_quiet_hours: a.push_quiet_hours,
   created_at: a.created_at.toISOString(),
   updated_at: a.updated_at.toISOString(),
 });

@@ -5,6 +5,7 @@ import type { ServiceContext } from '../services/context.js';
 import { adminHandlers } from './admin.js';
 import { analyticsHandlers } from './analytics.js';
 import { audienceHandlers } from './audiences.js';
+import { campaignHandlers } from './campaigns.js';
 import { demoHandlers } from './demo.js';
 import { eventHandlers } from './events.js';
 import { identityHandlers } from './identity.js';
@@ -17,14 +18,6 @@ import { websiteHandlers } from './website.js';
 
 /** Operations not built yet, by the issue that builds them. Nothing else may be NOT_BUILT. */
 const notBuilt = {
-  // campaigns (issue 15)
-  AdminCampaigns_create: NOT_BUILT,
-  AdminCampaigns_list: NOT_BUILT,
-  AdminCampaigns_pause: NOT_BUILT,
-  AdminCampaigns_resume: NOT_BUILT,
-  // MCP campaign resources (built with campaigns, issue 15)
-  Mcp_listCampaigns: NOT_BUILT,
-  Mcp_getCampaign: NOT_BUILT,
   // erasure and export (issue 19)
   Users_erase: NOT_BUILT,
   Users_export: NOT_BUILT,
@@ -42,6 +35,7 @@ export function handlers(ctx: ServiceContext): HandlerTable {
     ...analyticsHandlers(ctx),
     ...demoHandlers(ctx),
     ...pushHandlers(ctx),
+    ...campaignHandlers(ctx),
     ...websiteHandlers(ctx),
   };
   // An operation that has a handler must not stay listed as not built (the list would hide it).

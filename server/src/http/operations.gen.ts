@@ -8,6 +8,7 @@ export type OperationId =
   | 'AdminApps_list'
   | 'AdminApps_update'
   | 'AdminCampaigns_create'
+  | 'AdminCampaigns_get'
   | 'AdminCampaigns_list'
   | 'AdminCampaigns_pause'
   | 'AdminCampaigns_resume'
@@ -47,6 +48,7 @@ export type OperationId =
   | 'Mcp_listAudiences'
   | 'Mcp_listCampaigns'
   | 'Mcp_resources'
+  | 'Push_campaignStatus'
   | 'Push_click'
   | 'Push_send'
   | 'Users_createAlias'
@@ -91,6 +93,12 @@ export interface Operations {
     path: '/admin/v1/apps/{app_id}/campaigns';
     data: Contract.AdminCampaignsCreateData;
     responses: Contract.AdminCampaignsCreateResponses;
+  };
+  AdminCampaigns_get: {
+    method: 'get';
+    path: '/admin/v1/campaigns/{campaign_id}';
+    data: Contract.AdminCampaignsGetData;
+    responses: Contract.AdminCampaignsGetResponses;
   };
   AdminCampaigns_list: {
     method: 'get';
@@ -310,6 +318,12 @@ export interface Operations {
     path: '/mcp/resources';
     data: Contract.McpResourcesData;
     responses: Contract.McpResourcesResponses;
+  };
+  Push_campaignStatus: {
+    method: 'get';
+    path: '/v1/notifications/campaigns/{campaign_id}';
+    data: Contract.PushCampaignStatusData;
+    responses: Contract.PushCampaignStatusResponses;
   };
   Push_click: {
     method: 'get';

@@ -1,4 +1,5 @@
 // The jobs Tally runs in the background, on the job runner (jobs/runner.ts).
+import { type CampaignEngine, runDueCampaigns, runTriggers } from '../services/campaign-runs.js';
 import type { Clock } from '../services/context.js';
 import type { Database } from '../storage/db.js';
 import { DEDUP_WINDOW_DAYS, purgeDedupRowsBefore, refreshSandboxStatistics } from '../storage/events.js';
@@ -7,9 +8,33 @@ import type { JobDefinition } from './runner.js';
 
 export const PURGE_EVENT_DEDUP = 'purge-event-dedup';
 export const REFRESH_SANDBOX_STATISTICS = 'refresh-sandbox-statistics';
+export const CAMPAIGN_TICK = 'campaign-tick';
+export const CAMPAIGN_TRIGGERS = 'campaign-triggers';
 
-export function jobDefinitions(database: Database, clock: Clock): JobDefinition[] {
+export function jobDefinitions(database: Database, clock: Clock, campaigns?: CampaignEngine): JobDefinition[] {
+  const campaignJobs: JobDefinition[] = campaigns
+    ? [
+        {
+          // Due one-shots, recurring runs, slipping-away scans, sends held by quiet hours, and any
+          // trigger occurrence a wake-up missed.
+          name: CAMPAIGN_TICK,
+          cron: '* * * * *',
+          async run() {
+            await runTriggers(campaigns);
+            await runDueCampaigns(campaigns);
+          },
+        },
+        {
+          // Queued by ingestion after a commit that wrote trigger outbox rows.
+          name: CAMPAIGN_TRIGGERS,
+          async run() {
+            await runTriggers(campaigns);
+          },
+        },
+      ]
+    : [];
   return [
+    ...campaignJobs,
     {
       // insert_id repeats are only recognised for 7 days; older dedup rows serve nothing.
       name: PURGE_EVENT_DEDUP,

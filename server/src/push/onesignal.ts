@@ -12,9 +12,13 @@
 //     "data": { "tally_delivery_id": "<deliveryId>" } }
 // Answer: 200 `{ "id": "<notification id>", ... }`. A 200 can carry `errors` with an empty id
 // (for example no subscribed device for that external id): nothing was sent, so it is a refusal.
+// Campaigns target up to 2,000 external ids per call; a 200 with an id may list some of them under
+// `errors.invalid_aliases.external_id`: those were not sent, the others were.
 import {
+  type BatchResult,
   isSuccess,
   joinUrl,
+  type PushBatch,
   type PushMessage,
   type PushProvider,
   type PushResult,
@@ -26,20 +30,49 @@ export const ONESIGNAL_BASE_URL = 'https://api.onesignal.com';
 
 export class OneSignalProvider implements PushProvider {
   readonly kind = 'onesignal' as const;
+  readonly maxRecipientsPerCall = 2_000;
 
   constructor(private readonly options: { appId: string; restApiKey: string; baseUrl?: string }) {}
 
   async send(m: PushMessage): Promise<PushResult> {
+    const answer = await this.post(
+      [m.user.external_id],
+      m.title,
+      m.message,
+      { tally_delivery_id: m.deliveryId },
+      m.actionUrl,
+    );
+    return { providerMessageId: answer.id, recipients: answer.recipients, delivered: !answer.hasErrors };
+  }
+
+  async sendMany(b: PushBatch): Promise<BatchResult> {
+    const answer = await this.post(
+      b.users.map((u) => u.external_id),
+      b.title,
+      b.message,
+      { tally_batch_id: b.batchId },
+      b.actionUrl,
+    );
+    return { providerMessageId: answer.id, delivered: !answer.hasErrors, failedExternalIds: answer.invalid };
+  }
+
+  private async post(
+    externalIds: string[],
+    title: string,
+    message: string,
+    data: Record<string, string>,
+    actionUrl?: string,
+  ) {
     const { restApiKey } = this.options;
     const body: Record<string, unknown> = {
       app_id: this.options.appId,
-      include_aliases: { external_id: [m.user.external_id] },
+      include_aliases: { external_id: externalIds },
       target_channel: 'push',
-      headings: { en: m.title },
-      contents: { en: m.message },
-      data: { tally_delivery_id: m.deliveryId },
+      headings: { en: title },
+      contents: { en: message },
+      data,
     };
-    if (m.actionUrl) body.url = m.actionUrl;
+    if (actionUrl) body.url = actionUrl;
     const answer = await request(
       this.kind,
       joinUrl(this.options.baseUrl ?? ONESIGNAL_BASE_URL, '/notifications'),
@@ -65,10 +98,12 @@ export class OneSignalProvider implements PushProvider {
         : 'OneSignal answered without a notification id, so nothing was sent.';
       throw refusal(this.kind, answer, [restApiKey], reason);
     }
+    const invalid = (errors as { invalid_aliases?: { external_id?: unknown } } | null)?.invalid_aliases?.external_id;
     return {
-      providerMessageId: id,
+      id,
       recipients: typeof result.recipients === 'number' ? result.recipients : 1,
-      delivered: !hasErrors,
+      hasErrors,
+      invalid: Array.isArray(invalid) ? invalid.filter((x): x is string => typeof x === 'string') : [],
     };
   }
 }

@@ -8,9 +8,12 @@ import type { UserRow } from '../storage/users.js';
 
 export type ProviderKind = 'wonderpush' | 'onesignal' | 'webpush' | 'webhook';
 
+/** The user fields adapters use. */
+export type PushUser = Pick<UserRow, 'id' | 'external_id'>;
+
 export interface PushMessage {
   app: AppRow;
-  user: UserRow;
+  user: PushUser;
   /** Our delivery id, for providers that carry it (webhook body, Web Push payload). */
   deliveryId: string;
   title: string;
@@ -28,9 +31,31 @@ export interface PushResult {
   delivered: boolean;
 }
 
+/** One notification for many users (providers that target several external ids per call). */
+export interface PushBatch {
+  app: AppRow;
+  users: PushUser[];
+  /** Our id of the batch: its tracked click link is /v1/r/{batchId}. */
+  batchId: string;
+  title: string;
+  message: string;
+  actionUrl?: string;
+}
+
+export interface BatchResult {
+  providerMessageId: string | null;
+  /** True when the provider confirmed it accepted the message for delivery. */
+  delivered: boolean;
+  /** External ids the provider reported it could not target (the rest were sent). */
+  failedExternalIds: string[];
+}
+
 export interface PushProvider {
   readonly kind: ProviderKind;
   send(message: PushMessage): Promise<PushResult>;
+  /** Providers that take many recipients per call: the most per call, and the call. */
+  readonly maxRecipientsPerCall?: number;
+  sendMany?(batch: PushBatch): Promise<BatchResult>;
 }
 
 /**

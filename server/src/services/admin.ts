@@ -1,4 +1,5 @@
 // Operator actions behind the admin API and the `tally` CLI: organizations, apps, keys, versions.
+
 import { type FieldError, NotFoundError, refuseIfAny } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import {
@@ -16,6 +17,7 @@ import {
   updateOrganization,
   type VersionRow,
 } from '../storage/tenancy.js';
+import { validQuietHours } from './campaign-schedule.js';
 import type { ServiceContext } from './context.js';
 import { createKey, getKey, listKeys, type Permission, revokeKey } from './keys.js';
 
@@ -79,6 +81,8 @@ export type AppSettings = Partial<
     | 'conversion_events'
     | 'retention_days'
     | 'ip_mode'
+    | 'push_frequency_cap_per_day'
+    | 'push_quiet_hours'
   >
 >;
 
@@ -90,6 +94,9 @@ function checkSettings(settings: AppSettings, current: AppRow | undefined, error
       path: '/body/bot_detection',
       message: 'advanced mode needs advanced_attested: true (visitors must be shown a consent message)',
     });
+  }
+  if (settings.push_quiet_hours && !validQuietHours(settings.push_quiet_hours)) {
+    errors.push({ path: '/body/push_quiet_hours', message: 'must be HH:MM-HH:MM with different start and end times' });
   }
   if (settings.retention_days !== undefined && settings.retention_days !== null && settings.retention_days < 1) {
     errors.push({ path: '/body/retention_days', message: 'must be at least 1 day, or null to keep data forever' });

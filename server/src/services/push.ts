@@ -9,6 +9,7 @@ import { providerFor } from '../push/index.js';
 import { ProviderError, type ProviderKind, type PushProvider, type PushResult } from '../push/provider.js';
 import { open, SecretsUnreadableError, seal } from '../push/secrets.js';
 import { generateVapidKeys } from '../push/webpush.js';
+import { addBatchClick, findBatch } from '../storage/campaign-sends.js';
 import {
   type DeliveryRow,
   type DeliveryStatus,
@@ -18,6 +19,7 @@ import {
   markClicked,
   type ProviderSettings,
   type PushProviderRow,
+  resolveDelivery,
   saveProvider,
 } from '../storage/push.js';
 import type { AppRow } from '../storage/tenancy.js';
@@ -269,6 +271,16 @@ export async function deliver(
     generated: input.generated ?? false,
     action_url: input.actionUrl ?? null,
   };
+  // The row exists (pending) before the provider is called, so a crash leaves a trace.
+  await insertDelivery(ctx.db, {
+    ...base,
+    provider_message_id: null,
+    status: 'pending',
+    error: null,
+    recipients: 0,
+    created_at: ctx.clock(),
+    resolved_at: null,
+  });
   let result: PushResult;
   try {
     result = await provider.send({
@@ -288,13 +300,12 @@ export async function deliver(
             null,
             `The ${row.provider} adapter failed: ${(err as Error)?.message ?? err}`,
           );
-    await insertDelivery(ctx.db, {
-      ...base,
+    await resolveDelivery(ctx.db, app.id, id, {
       provider_message_id: null,
       status: 'failed',
       error: `${failure.status ?? 'no answer'}: ${failure.reason}`,
       recipients: 0,
-      created_at: ctx.clock(),
+      resolved_at: ctx.clock(),
     });
     // The provider's own reply goes to the log only, never to the caller.
     ctx.logger.warn(
@@ -320,13 +331,12 @@ export async function deliver(
     );
   }
   const status: DeliveryStatus = result.delivered ? 'delivered' : 'sent';
-  return insertDelivery(ctx.db, {
-    ...base,
+  return resolveDelivery(ctx.db, app.id, id, {
     provider_message_id: result.providerMessageId,
     status,
     error: null,
     recipients: result.recipients,
-    created_at: ctx.clock(),
+    resolved_at: ctx.clock(),
   });
 }
 
@@ -373,7 +383,14 @@ export async function sendPush(
 /** GET /v1/r/{deliveryId}: records the first click and returns where to send the browser. */
 export async function recordClick(ctx: ServiceContext, deliveryId: string): Promise<string> {
   const delivery = isUuid(deliveryId) ? await findDelivery(ctx.db, deliveryId) : undefined;
-  if (!delivery?.action_url) throw new NotFoundError('This notification link is unknown or has expired.');
+  if (!delivery) {
+    // A campaign batch (one notification to many users) has one link, named by the batch id.
+    const batch = isUuid(deliveryId) ? await findBatch(ctx.db, deliveryId) : undefined;
+    if (!batch?.action_url) throw new NotFoundError('This notification link is unknown or has expired.');
+    await addBatchClick(ctx.db, batch.app_id, batch.id);
+    return batch.action_url;
+  }
+  if (!delivery.action_url) throw new NotFoundError('This notification link is unknown or has expired.');
   await markClicked(ctx.db, delivery.app_id, delivery.id, ctx.clock());
   return delivery.action_url;
 }

@@ -4,9 +4,13 @@
 // transaction as its page_view event); if a grouped write fails, each request of the group is
 // retried on its own so one bad request never sinks the others. It writes what it is given: the
 // ingestion policies (services/ingestion.ts, the only caller) have been applied before.
+// For apps that may have trigger campaigns (a cached check), the events that can fire one (not demo
+// data, not bot traffic, client time at most an hour old) are matched to those campaigns and
+// written to the trigger outbox in the same transaction; the worker is woken after the commit.
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { uuidv7 } from '../ids.js';
+import { insertTriggerOutbox } from './campaigns.js';
 import { DEDUP_WINDOW_DAYS } from './events.js';
 import { resolveIdentifiers } from './users.js';
 import { insertVisits, type VisitRow } from './website.js';
@@ -46,6 +50,15 @@ interface PendingRequest {
   reject(err: unknown): void;
 }
 
+/** Trigger campaigns: a cheap per-app check, and the wake-up of the worker after a commit. */
+export interface TriggerHooks {
+  mayTrigger(db: Knex, appId: string): Promise<boolean>;
+  fired(): void;
+}
+
+/** Events whose client time is older than this never fire triggers. */
+export const TRIGGER_MAX_AGE_MS = 3_600_000;
+
 const MAX_EVENTS_PER_TRANSACTION = 5_000;
 const ROWS_PER_STATEMENT = 1_000;
 
@@ -56,6 +69,7 @@ export class EventWriter {
   constructor(
     private readonly db: Knex,
     private readonly logger: Logger,
+    private readonly triggers?: TriggerHooks,
   ) {}
 
   /** Stores one request's events and visits (all or none) and resolves once they are committed. */
@@ -120,8 +134,9 @@ export class EventWriter {
     }
   }
 
-  private write(events: IngestEvent[], visits: VisitWrite[]): Promise<IngestResult[]> {
-    return this.db.transaction(async (trx) => {
+  private async write(events: IngestEvent[], visits: VisitWrite[]): Promise<IngestResult[]> {
+    const outbox = { rows: 0 };
+    const results = await this.db.transaction(async (trx) => {
       const results = new Array<IngestResult>(events.length);
       const byApp = new Map<string, number[]>();
       events.forEach((e, i) => {
@@ -130,7 +145,7 @@ export class EventWriter {
         else byApp.set(e.appId, [i]);
       });
       for (const [appId, indexes] of byApp) {
-        const userIds = await writeAppEvents(trx, appId, indexes, events, results);
+        const userIds = await writeAppEvents(trx, appId, indexes, events, results, this.triggers, outbox);
         const mine = visits.filter((v) => v.app_id === appId);
         if (mine.length > 0) {
           await insertVisits(
@@ -141,6 +156,8 @@ export class EventWriter {
       }
       return results;
     });
+    if (outbox.rows > 0) this.triggers?.fired();
+    return results;
   }
 }
 
@@ -150,6 +167,8 @@ async function writeAppEvents(
   indexes: number[],
   events: IngestEvent[],
   results: IngestResult[],
+  triggers: TriggerHooks | undefined,
+  outbox: { rows: number },
 ): Promise<Map<string, string>> {
   const userIds = await resolveOrCreateUsers(
     trx,
@@ -227,6 +246,28 @@ async function writeAppEvents(
         };
       }),
     );
+  }
+
+  if (triggers) {
+    const firing = toStore.filter((i) => {
+      const e = events[i]!;
+      return e.source !== 'demo' && !e.isBot && e.receivedAt.getTime() - e.createdAt.getTime() <= TRIGGER_MAX_AGE_MS;
+    });
+    if (firing.length > 0 && (await triggers.mayTrigger(trx, appId))) {
+      for (const chunk of chunks(firing, ROWS_PER_STATEMENT)) {
+        outbox.rows += await insertTriggerOutbox(
+          trx,
+          appId,
+          chunk.map((i) => ({
+            eventId: results[i]!.eventId,
+            userId: userIds.get(events[i]!.userRef)!,
+            eventName: events[i]!.eventName,
+            eventAt: events[i]!.createdAt,
+            receivedAt: events[i]!.receivedAt,
+          })),
+        );
+      }
+    }
   }
 
   // Per-user counters and last activity.

@@ -20,7 +20,8 @@ export interface PushProviderRow {
   updated_at: Date;
 }
 
-export type DeliveryStatus = 'sent' | 'delivered' | 'failed';
+/** pending: written, provider not answered yet; unknown: left pending by a crash, never resent. */
+export type DeliveryStatus = 'pending' | 'sent' | 'delivered' | 'failed' | 'unknown';
 
 export interface DeliveryRow {
   id: string;
@@ -38,6 +39,10 @@ export interface DeliveryRow {
   recipients: number;
   created_at: Date;
   clicked_at: Date | null;
+  /** The campaign batch this delivery was sent in (one provider call, one tracked link). */
+  batch_id?: string | null;
+  /** When the provider answered. */
+  resolved_at: Date | null;
 }
 
 export const findProvider = (db: Knex, appId: string) =>
@@ -58,6 +63,17 @@ export async function saveProvider(
 
 export async function insertDelivery(db: Knex, row: Omit<DeliveryRow, 'clicked_at'>): Promise<DeliveryRow> {
   const [saved] = await db('push_deliveries').insert(row).returning('*');
+  return saved as DeliveryRow;
+}
+
+/** Records the provider's answer on a pending delivery. */
+export async function resolveDelivery(
+  db: Knex,
+  appId: string,
+  id: string,
+  patch: Pick<DeliveryRow, 'status' | 'provider_message_id' | 'error' | 'recipients' | 'resolved_at'>,
+): Promise<DeliveryRow> {
+  const [saved] = await db('push_deliveries').where({ app_id: appId, id }).update(patch).returning('*');
   return saved as DeliveryRow;
 }
 

@@ -27,6 +27,10 @@ export interface AppRow {
   conversion_events: string[];
   retention_days: number | null;
   ip_mode: IpMode;
+  /** Campaign pushes one user may receive in 24 hours (default 3). */
+  push_frequency_cap_per_day: number;
+  /** `HH:MM-HH:MM` in the organization's time zone, or null. */
+  push_quiet_hours: string | null;
   created_at: Date;
   updated_at: Date;
 }

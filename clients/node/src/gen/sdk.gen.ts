@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AdminAppsCreateData, AdminAppsCreateErrors, AdminAppsCreateResponses, AdminAppsGetData, AdminAppsGetErrors, AdminAppsGetResponses, AdminAppsListData, AdminAppsListErrors, AdminAppsListResponses, AdminAppsUpdateData, AdminAppsUpdateErrors, AdminAppsUpdateResponses, AdminCampaignsCreateData, AdminCampaignsCreateErrors, AdminCampaignsCreateResponses, AdminCampaignsListData, AdminCampaignsListErrors, AdminCampaignsListResponses, AdminCampaignsPauseData, AdminCampaignsPauseErrors, AdminCampaignsPauseResponses, AdminCampaignsResumeData, AdminCampaignsResumeErrors, AdminCampaignsResumeResponses, AdminDemoSeedData, AdminDemoSeedErrors, AdminDemoSeedResponses, AdminIdentitySecretsGenerateData, AdminIdentitySecretsGenerateErrors, AdminIdentitySecretsGenerateResponses, AdminIdentitySecretsListData, AdminIdentitySecretsListErrors, AdminIdentitySecretsListResponses, AdminIdentitySecretsRemoveData, AdminIdentitySecretsRemoveErrors, AdminIdentitySecretsRemoveResponses, AdminKeysCreateData, AdminKeysCreateErrors, AdminKeysCreateResponses, AdminKeysListData, AdminKeysListErrors, AdminKeysListResponses, AdminKeysRevokeData, AdminKeysRevokeErrors, AdminKeysRevokeResponses, AdminOrganizationsCreateData, AdminOrganizationsCreateErrors, AdminOrganizationsCreateResponses, AdminOrganizationsGetData, AdminOrganizationsGetErrors, AdminOrganizationsGetResponses, AdminOrganizationsListData, AdminOrganizationsListErrors, AdminOrganizationsListResponses, AdminOrganizationsUpdateData, AdminOrganizationsUpdateErrors, AdminOrganizationsUpdateResponses, AdminPushConfigureData, AdminPushConfigureErrors, AdminPushConfigureResponses, AdminPushGetData, AdminPushGetErrors, AdminPushGetResponses, AdminVersionsAddData, AdminVersionsAddErrors, AdminVersionsAddResponses, AdminVersionsListData, AdminVersionsListErrors, AdminVersionsListResponses, AnalyticsMetricsData, AnalyticsMetricsErrors, AnalyticsMetricsResponses, AnalyticsQueryData, AnalyticsQueryErrors, AnalyticsQueryResponses, AudiencesCreateData, AudiencesCreateErrors, AudiencesCreateResponses, AudiencesListData, AudiencesListErrors, AudiencesListResponses, EventsTrackBatchData, EventsTrackBatchErrors, EventsTrackBatchResponses, EventsTrackData, EventsTrackErrors, EventsTrackResponses, McpAppVersionsData, McpAppVersionsErrors, McpAppVersionsResponses, McpAuthData, McpAuthErrors, McpAuthResponses, McpDocsData, McpDocsErrors, McpDocsResponses, McpEngagementData, McpEngagementErrors, McpEngagementResponses, McpEventAnalyticsData, McpEventAnalyticsErrors, McpEventAnalyticsResponses, McpEventsData, McpEventsErrors, McpEventsResponses, McpFunnelsData, McpFunnelsErrors, McpFunnelsResponses, McpGetAppData, McpGetAppErrors, McpGetAppResponses, McpGetAudienceData, McpGetAudienceErrors, McpGetAudienceResponses, McpGetCampaignData, McpGetCampaignErrors, McpGetCampaignResponses, McpGetUserData, McpGetUserErrors, McpGetUserResponses, McpInfoData, McpInfoErrors, McpInfoResponses, McpListAudiencesData, McpListAudiencesErrors, McpListAudiencesResponses, McpListCampaignsData, McpListCampaignsErrors, McpListCampaignsResponses, McpResourcesData, McpResourcesErrors, McpResourcesResponses, PushClickData, PushClickErrors, PushSendData, PushSendErrors, PushSendResponses, UsersCreateAliasData, UsersCreateAliasErrors, UsersCreateAliasResponses, UsersEraseData, UsersEraseErrors, UsersEraseResponses, UsersExportData, UsersExportErrors, UsersExportResponses, UsersReplaceIdData, UsersReplaceIdErrors, UsersReplaceIdResponses, UsersUpsertData, UsersUpsertErrors, UsersUpsertResponses, WebsiteConfigData, WebsiteConfigErrors, WebsiteConfigResponses, WebsiteIdentifyData, WebsiteIdentifyErrors, WebsiteIdentifyResponses, WebsiteLogVisitData, WebsiteLogVisitErrors, WebsiteLogVisitResponses, WebsiteSubscribePushData, WebsiteSubscribePushErrors, WebsiteSubscribePushResponses, WebsiteTrackEventData, WebsiteTrackEventErrors, WebsiteTrackEventResponses, WebsiteUpsertUserData, WebsiteUpsertUserErrors, WebsiteUpsertUserResponses } from './types.gen.js';
+import type { AdminAppsCreateData, AdminAppsCreateErrors, AdminAppsCreateResponses, AdminAppsGetData, AdminAppsGetErrors, AdminAppsGetResponses, AdminAppsListData, AdminAppsListErrors, AdminAppsListResponses, AdminAppsUpdateData, AdminAppsUpdateErrors, AdminAppsUpdateResponses, AdminCampaignsCreateData, AdminCampaignsCreateErrors, AdminCampaignsCreateResponses, AdminCampaignsGetData, AdminCampaignsGetErrors, AdminCampaignsGetResponses, AdminCampaignsListData, AdminCampaignsListErrors, AdminCampaignsListResponses, AdminCampaignsPauseData, AdminCampaignsPauseErrors, AdminCampaignsPauseResponses, AdminCampaignsResumeData, AdminCampaignsResumeErrors, AdminCampaignsResumeResponses, AdminDemoSeedData, AdminDemoSeedErrors, AdminDemoSeedResponses, AdminIdentitySecretsGenerateData, AdminIdentitySecretsGenerateErrors, AdminIdentitySecretsGenerateResponses, AdminIdentitySecretsListData, AdminIdentitySecretsListErrors, AdminIdentitySecretsListResponses, AdminIdentitySecretsRemoveData, AdminIdentitySecretsRemoveErrors, AdminIdentitySecretsRemoveResponses, AdminKeysCreateData, AdminKeysCreateErrors, AdminKeysCreateResponses, AdminKeysListData, AdminKeysListErrors, AdminKeysListResponses, AdminKeysRevokeData, AdminKeysRevokeErrors, AdminKeysRevokeResponses, AdminOrganizationsCreateData, AdminOrganizationsCreateErrors, AdminOrganizationsCreateResponses, AdminOrganizationsGetData, AdminOrganizationsGetErrors, AdminOrganizationsGetResponses, AdminOrganizationsListData, AdminOrganizationsListErrors, AdminOrganizationsListResponses, AdminOrganizationsUpdateData, AdminOrganizationsUpdateErrors, AdminOrganizationsUpdateResponses, AdminPushConfigureData, AdminPushConfigureErrors, AdminPushConfigureResponses, AdminPushGetData, AdminPushGetErrors, AdminPushGetResponses, AdminVersionsAddData, AdminVersionsAddErrors, AdminVersionsAddResponses, AdminVersionsListData, AdminVersionsListErrors, AdminVersionsListResponses, AnalyticsMetricsData, AnalyticsMetricsErrors, AnalyticsMetricsResponses, AnalyticsQueryData, AnalyticsQueryErrors, AnalyticsQueryResponses, AudiencesCreateData, AudiencesCreateErrors, AudiencesCreateResponses, AudiencesListData, AudiencesListErrors, AudiencesListResponses, EventsTrackBatchData, EventsTrackBatchErrors, EventsTrackBatchResponses, EventsTrackData, EventsTrackErrors, EventsTrackResponses, McpAppVersionsData, McpAppVersionsErrors, McpAppVersionsResponses, McpAuthData, McpAuthErrors, McpAuthResponses, McpDocsData, McpDocsErrors, McpDocsResponses, McpEngagementData, McpEngagementErrors, McpEngagementResponses, McpEventAnalyticsData, McpEventAnalyticsErrors, McpEventAnalyticsResponses, McpEventsData, McpEventsErrors, McpEventsResponses, McpFunnelsData, McpFunnelsErrors, McpFunnelsResponses, McpGetAppData, McpGetAppErrors, McpGetAppResponses, McpGetAudienceData, McpGetAudienceErrors, McpGetAudienceResponses, McpGetCampaignData, McpGetCampaignErrors, McpGetCampaignResponses, McpGetUserData, McpGetUserErrors, McpGetUserResponses, McpInfoData, McpInfoErrors, McpInfoResponses, McpListAudiencesData, McpListAudiencesErrors, McpListAudiencesResponses, McpListCampaignsData, McpListCampaignsErrors, McpListCampaignsResponses, McpResourcesData, McpResourcesErrors, McpResourcesResponses, PushCampaignStatusData, PushCampaignStatusErrors, PushCampaignStatusResponses, PushClickData, PushClickErrors, PushSendData, PushSendErrors, PushSendResponses, UsersCreateAliasData, UsersCreateAliasErrors, UsersCreateAliasResponses, UsersEraseData, UsersEraseErrors, UsersEraseResponses, UsersExportData, UsersExportErrors, UsersExportResponses, UsersReplaceIdData, UsersReplaceIdErrors, UsersReplaceIdResponses, UsersUpsertData, UsersUpsertErrors, UsersUpsertResponses, WebsiteConfigData, WebsiteConfigErrors, WebsiteConfigResponses, WebsiteIdentifyData, WebsiteIdentifyErrors, WebsiteIdentifyResponses, WebsiteLogVisitData, WebsiteLogVisitErrors, WebsiteLogVisitResponses, WebsiteSubscribePushData, WebsiteSubscribePushErrors, WebsiteSubscribePushResponses, WebsiteTrackEventData, WebsiteTrackEventErrors, WebsiteTrackEventResponses, WebsiteUpsertUserData, WebsiteUpsertUserErrors, WebsiteUpsertUserResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -136,7 +136,7 @@ export class TallySdk extends HeyApiClient {
      *
      * Creates a push campaign; the same service as the MCP tool `create_push_campaign`. Every new
      * campaign is `scheduled`; recurring, slipping-away and trigger campaigns turn `live` when
-     * their first run is due. 400 for missing conditional fields (for example `scheduled_at` for
+     * their first run is due; one-shots (`now`, `scheduled`) turn `sent` once sent. 400 for missing conditional fields (for example `scheduled_at` for
      * `scheduled`); 404 for an unknown app or audience.
      */
     public adminCampaignsCreate<ThrowOnError extends boolean = false>(options: Options<AdminCampaignsCreateData, ThrowOnError>) {
@@ -307,9 +307,22 @@ export class TallySdk extends HeyApiClient {
     }
     
     /**
+     * Get a campaign
+     *
+     * Returns a campaign with its counters, rates and performance.
+     */
+    public adminCampaignsGet<ThrowOnError extends boolean = false>(options: Options<AdminCampaignsGetData, ThrowOnError>) {
+        return (options.client ?? this.client).get<AdminCampaignsGetResponses, AdminCampaignsGetErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/admin/v1/campaigns/{campaign_id}',
+            ...options
+        });
+    }
+    
+    /**
      * Pause a campaign
      *
-     * Pauses a `scheduled` or `live` campaign. 409 for a campaign already `sent`.
+     * Pauses a `scheduled` or `live` campaign. 409 for a campaign already `sent` or paused.
      */
     public adminCampaignsPause<ThrowOnError extends boolean = false>(options: Options<AdminCampaignsPauseData, ThrowOnError>) {
         return (options.client ?? this.client).post<AdminCampaignsPauseResponses, AdminCampaignsPauseErrors, ThrowOnError>({
@@ -713,11 +726,24 @@ export class TallySdk extends HeyApiClient {
     }
     
     /**
-     * Follow a push click link
+     * Get campaign status
      *
      * The tracked link behind a notification's action URL. Records the click, then redirects
      * (302) to the action URL. Needs no credential: it is opened by the end user's device.
-     * 404 when the delivery id is unknown.
+     * 404 when the delivery id is unknown.The status of a push campaign, or of one `/v1/sendpush` send named by its `deliveryId` (a
+     * campaign of one), with delivery counters and rates as fractions from 0 to 1. 404 for an
+     * unknown id or another app's.
+     */
+    public pushCampaignStatus<ThrowOnError extends boolean = false>(options: Options<PushCampaignStatusData, ThrowOnError>) {
+        return (options.client ?? this.client).get<PushCampaignStatusResponses, PushCampaignStatusErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/notifications/campaigns/{campaign_id}',
+            ...options
+        });
+    }
+    
+    /**
+     * Follow a push click link
      */
     public pushClick<ThrowOnError extends boolean = false>(options: Options<PushClickData, ThrowOnError>) {
         return (options.client ?? this.client).get<unknown, PushClickErrors, ThrowOnError>({ url: '/v1/r/{deliveryId}', ...options });

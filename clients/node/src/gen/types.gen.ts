@@ -157,6 +157,14 @@ export type App = {
      */
     ip_mode: IpMode;
     /**
+     * Campaign pushes one user may receive in 24 hours, across campaigns (default 3).
+     */
+    push_frequency_cap_per_day: number;
+    /**
+     * Local times (organization time zone) when campaign sends wait, for example `22:00-08:00`; `null` for none.
+     */
+    push_quiet_hours: string | null;
+    /**
      * When it was created.
      */
     created_at: string;
@@ -210,6 +218,14 @@ export type AppCreate = {
      * How client IP addresses are stored (default `full`).
      */
     ip_mode?: IpMode;
+    /**
+     * Campaign pushes one user may receive in 24 hours, across campaigns (default 3; 0 stops campaign pushes).
+     */
+    push_frequency_cap_per_day?: number;
+    /**
+     * Quiet hours `HH:MM-HH:MM` in the organization's time zone (may cross midnight); `null` removes them. Campaign sends due then wait until they end; `/v1/sendpush` is not affected.
+     */
+    push_quiet_hours?: string | null;
 };
 
 /**
@@ -279,6 +295,14 @@ export type AppResult = {
      */
     ip_mode: IpMode;
     /**
+     * Campaign pushes one user may receive in 24 hours, across campaigns (default 3).
+     */
+    push_frequency_cap_per_day: number;
+    /**
+     * Local times (organization time zone) when campaign sends wait, for example `22:00-08:00`; `null` for none.
+     */
+    push_quiet_hours: string | null;
+    /**
      * When it was created.
      */
     created_at: string;
@@ -328,6 +352,14 @@ export type AppUpdate = {
      * How client IP addresses are stored (default `full`).
      */
     ip_mode?: IpMode;
+    /**
+     * Campaign pushes one user may receive in 24 hours, across campaigns (default 3; 0 stops campaign pushes).
+     */
+    push_frequency_cap_per_day?: number;
+    /**
+     * Quiet hours `HH:MM-HH:MM` in the organization's time zone (may cross midnight); `null` removes them. Campaign sends due then wait until they end; `/v1/sendpush` is not affected.
+     */
+    push_quiet_hours?: string | null;
 };
 
 /**
@@ -600,7 +632,8 @@ export type CampaignAudience = {
 };
 
 /**
- * A new push campaign (the parameters of the MCP tool `create_push_campaign`, plus `recurrence` and `inactivity_days`).
+ * A new push campaign: the parameters of the MCP tool `create_push_campaign`, plus `recurrence`,
+ * `inactivity_days`, `trigger_cooldown_hours`, `max_characters`, and `schedule_type: now`.
  */
 export type CampaignCreate = {
     /**
@@ -628,21 +661,29 @@ export type CampaignCreate = {
      */
     audience_prompt?: string;
     /**
-     * When the campaign sends. Immediate sends (`now`) are not offered.
+     * When the campaign sends. `now` sends once at once (the MCP tool refuses it).
      */
     schedule_type: ScheduleType;
     /**
-     * First (or only) send time; required for `scheduled`.
+     * First (or only) send time; required for `scheduled`, optional start of the other types (not for `now`).
      */
     scheduled_at?: string;
     /**
-     * Cron expression for `recurring`, for example `0 9 * * 1` (Mondays at 09:00, organization time zone).
+     * Cron expression (five fields) for `recurring`, for example `0 9 * * 1` (Mondays at 09:00, organization time zone); default daily at `scheduled_at`'s time.
      */
     recurrence?: string;
     /**
-     * Days without activity before a user is reached, for `slipping_away` (default 7).
+     * Days without activity before a user is reached, for `slipping_away` (default 7, at most 365).
      */
     inactivity_days?: number;
+    /**
+     * Hours before the same user can trigger the campaign again, for `trigger` (default 24, at most 8,760).
+     */
+    trigger_cooldown_hours?: number;
+    /**
+     * Longest text after `{{placeholders}}` are filled (default 150 for `prompt`; no limit for `message` unless given).
+     */
+    max_characters?: number;
     /**
      * Exact event name that triggers a send, for `trigger` (at most 255 characters).
      */
@@ -692,6 +733,72 @@ export type CampaignCreated = {
 };
 
 /**
+ * A campaign with its content, counters, rates and performance.
+ */
+export type CampaignDetailResult = {
+    /**
+     * Always `true` on success.
+     */
+    success: true;
+    /**
+     * Campaign id.
+     */
+    id: string;
+    /**
+     * Internal name.
+     */
+    name: string;
+    /**
+     * Notification title.
+     */
+    title: string;
+    /**
+     * Static text, or `null` when the text is generated from a prompt.
+     */
+    message: string | null;
+    /**
+     * Lifecycle state.
+     */
+    status: CampaignStatus;
+    /**
+     * How it is scheduled.
+     */
+    schedule_type: ScheduleType;
+    /**
+     * Triggering event name (trigger campaigns), else `null`.
+     */
+    trigger_event: string | null;
+    /**
+     * Targeted audience, or `null` for all users.
+     */
+    audience_id: string | null;
+    /**
+     * Name of the targeted audience, or `null`.
+     */
+    audience_name: string | null;
+    /**
+     * When it was created.
+     */
+    created_at: string;
+    /**
+     * When it was last changed.
+     */
+    updated_at: string;
+    /**
+     * Delivery counters and rates.
+     */
+    stats: CampaignDetailStats;
+    /**
+     * Performance figures.
+     */
+    performance: CampaignPerformance;
+    /**
+     * When the next run is due (scheduled, recurring and slipping-away campaigns), else `null`.
+     */
+    next_run_at: string | null;
+};
+
+/**
  * Delivery counters and rates of a campaign.
  */
 export type CampaignDetailStats = {
@@ -708,7 +815,7 @@ export type CampaignDetailStats = {
      */
     clicked: number;
     /**
-     * Recipients who did a conversion event within 24 hours of the send.
+     * Sent notifications whose recipient did a conversion event within 24 hours of the send.
      */
     converted: number;
     /**
@@ -720,7 +827,7 @@ export type CampaignDetailStats = {
      */
     click_rate: number;
     /**
-     * Percent of recipients who converted (0 to 100).
+     * Percent of delivered notifications followed by a conversion within 24 hours (0 to 100).
      */
     conversion_rate: number;
 };
@@ -744,15 +851,15 @@ export type CampaignList = {
  */
 export type CampaignPerformance = {
     /**
-     * Typical time from send to delivery confirmation, for example `2.3s`, or `null` without data.
+     * Average time from the send to the provider's answer, for example `1.8s`, or `null` without data.
      */
     avg_delivery_time: string | null;
     /**
-     * Hour of day with the most deliveries, for example `18:00`, or `null` without data.
+     * Hour of day (organization time zone) with the most sends, for example `18:00`, or `null` without data.
      */
     peak_delivery_hour: string | null;
     /**
-     * Name of the segment with the best conversion, or `null` without data.
+     * Name of the targeted audience (`all users` without one), or `null` before any send.
      */
     best_performing_segment: string | null;
 };
@@ -820,17 +927,115 @@ export type CampaignStats = {
      */
     clicked: number;
     /**
-     * Recipients who did a conversion event within 24 hours of the send.
+     * Sent notifications whose recipient did a conversion event within 24 hours of the send.
      */
     converted: number;
 };
 
 /**
- * Lifecycle state of a campaign. A one-shot (`scheduled`) campaign goes `scheduled` -> `sent`;
+ * Lifecycle state of a campaign. A one-shot (`now`, `scheduled`) campaign goes `scheduled` -> `sent`;
  * a recurring, slipping-away or trigger campaign goes `scheduled` -> `live`, and `live` <->
  * `paused`.
  */
 export type CampaignStatus = 'scheduled' | 'live' | 'paused' | 'sent';
+
+/**
+ * Rates as fractions from 0 to 1 (0 when the denominator is 0).
+ */
+export type CampaignStatusRates = {
+    /**
+     * delivered / sent.
+     */
+    delivery_rate: number;
+    /**
+     * opened / delivered.
+     */
+    open_rate: number;
+    /**
+     * clicked / delivered.
+     */
+    click_rate: number;
+};
+
+/**
+ * The status of a campaign or of one send.
+ */
+export type CampaignStatusResult = {
+    /**
+     * Always `true` on success.
+     */
+    success: true;
+    /**
+     * The id asked for.
+     */
+    campaign_id: string;
+    /**
+     * Delivery progress.
+     */
+    status: DeliveryProgress;
+    /**
+     * The campaign's lifecycle state; `null` for a `deliveryId`.
+     */
+    campaign_status: 'scheduled' | 'live' | 'paused' | 'sent' | null;
+    /**
+     * When it was created.
+     */
+    created_at: string;
+    /**
+     * The first send, or `null`.
+     */
+    sent_at: string | null;
+    /**
+     * When a one-shot's last delivery resolved; `null` for recurring, slipping-away and trigger campaigns.
+     */
+    completed_at: string | null;
+    /**
+     * Counters.
+     */
+    stats: CampaignStatusStats;
+    /**
+     * Rates.
+     */
+    rates: CampaignStatusRates;
+};
+
+/**
+ * Counters of a campaign's deliveries.
+ */
+export type CampaignStatusStats = {
+    /**
+     * Deliveries attempted (every status).
+     */
+    total_recipients: number;
+    /**
+     * Accepted by the provider (answered 2xx).
+     */
+    sent: number;
+    /**
+     * Confirmed by the provider for delivery.
+     */
+    delivered: number;
+    /**
+     * Opened: the tracked link's clicks, until providers report opens.
+     */
+    opened: number;
+    /**
+     * Tracked link clicked.
+     */
+    clicked: number;
+    /**
+     * Refused by the provider or not reached.
+     */
+    failed: number;
+    /**
+     * Written, provider not answered yet.
+     */
+    pending: number;
+    /**
+     * Left pending by a crash with a provider without idempotency: never resent.
+     */
+    unknown: number;
+};
 
 /**
  * A campaign in a list.
@@ -955,6 +1160,11 @@ export type DatePeriod = {
      */
     end_date: string;
 };
+
+/**
+ * Delivery progress of a campaign (or of one send).
+ */
+export type DeliveryProgress = 'pending' | 'sending' | 'completed' | 'failed' | 'cancelled';
 
 /**
  * A push notification sent to the user.
@@ -1958,6 +2168,10 @@ export type McpCampaignDetail = {
      * Performance figures.
      */
     performance: CampaignPerformance;
+    /**
+     * When the next run is due (scheduled, recurring and slipping-away campaigns), else `null`.
+     */
+    next_run_at: string | null;
 };
 
 /**
@@ -2639,7 +2853,7 @@ export type RetentionPoints = {
 /**
  * When a campaign sends.
  */
-export type ScheduleType = 'scheduled' | 'recurring' | 'slipping_away' | 'trigger';
+export type ScheduleType = 'now' | 'scheduled' | 'recurring' | 'slipping_away' | 'trigger';
 
 /**
  * A push notification to one user. Send exactly one of `message` (static text) and `prompt`
@@ -4088,6 +4302,60 @@ export type AdminVersionsAddResponses = {
 };
 
 export type AdminVersionsAddResponse = AdminVersionsAddResponses[keyof AdminVersionsAddResponses];
+
+export type AdminCampaignsGetData = {
+    body?: never;
+    path: {
+        /**
+         * The campaign.
+         */
+        campaign_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/campaigns/{campaign_id}';
+};
+
+export type AdminCampaignsGetErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
+     */
+    404: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type AdminCampaignsGetError = AdminCampaignsGetErrors[keyof AdminCampaignsGetErrors];
+
+export type AdminCampaignsGetResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: CampaignDetailResult;
+};
+
+export type AdminCampaignsGetResponse = AdminCampaignsGetResponses[keyof AdminCampaignsGetResponses];
 
 export type AdminCampaignsPauseData = {
     body?: never;
@@ -5717,6 +5985,60 @@ export type EventsTrackBatchResponses = {
 };
 
 export type EventsTrackBatchResponse = EventsTrackBatchResponses[keyof EventsTrackBatchResponses];
+
+export type PushCampaignStatusData = {
+    body?: never;
+    path: {
+        /**
+         * A campaign id, or a `deliveryId` returned by `/v1/sendpush`.
+         */
+        campaign_id: string;
+    };
+    query?: never;
+    url: '/v1/notifications/campaigns/{campaign_id}';
+};
+
+export type PushCampaignStatusErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
+     */
+    404: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type PushCampaignStatusError = PushCampaignStatusErrors[keyof PushCampaignStatusErrors];
+
+export type PushCampaignStatusResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: CampaignStatusResult;
+};
+
+export type PushCampaignStatusResponse = PushCampaignStatusResponses[keyof PushCampaignStatusResponses];
 
 export type PushClickData = {
     body?: never;

@@ -1,0 +1,245 @@
+// Push campaigns: creation (audience by id or from a prompt, trigger event by name or matched from a
+// prompt, schedule checks), listing, detail and status views, pause and resume. The admin API, the
+// CLI and the MCP tools all call these; the engine that runs them is services/campaign-runs.ts.
+import type { CampaignCreate } from '@tally/client';
+import { ConflictError, type FieldError, NotFoundError, refuseIfAny } from '../errors.js';
+import { isUuid, uuidv7 } from '../ids.js';
+import { findAudience } from '../storage/audiences.js';
+import {
+  type CampaignCounts,
+  type CampaignRow,
+  type CampaignStatus,
+  campaignCounts,
+  countCampaigns,
+  findCampaign,
+  findCampaignById,
+  insertCampaign,
+  listCampaigns,
+  moveCampaign,
+} from '../storage/campaigns.js';
+import { type AppRow, findApp, findOrganization } from '../storage/tenancy.js';
+import { createAudience } from './audiences.js';
+import { cronProblem, dailyAt, nextCronRun } from './campaign-schedule.js';
+import { matchTriggerEvent } from './campaign-trigger-match.js';
+import { forgetTriggerCampaigns } from './campaign-triggers.js';
+import type { ServiceContext } from './context.js';
+
+export type CampaignInput = CampaignCreate;
+
+export const DEFAULT_INACTIVITY_DAYS = 7;
+export const DEFAULT_COOLDOWN_HOURS = 24;
+export const DEFAULT_PROMPT_CHARACTERS = 150;
+
+/** The organization's time zone of an app (UTC when unset). */
+export async function appTimeZone(ctx: ServiceContext, app: AppRow): Promise<string> {
+  return (await findOrganization(ctx.db, app.organization_id))?.timezone || 'UTC';
+}
+
+function checkInput(input: CampaignInput, errors: FieldError[]): void {
+  const at = (field: string, message: string) => errors.push({ path: `/body/${field}`, message });
+  if ((input.message === undefined) === (input.prompt === undefined)) {
+    if (input.message === undefined) at('message', 'is required when prompt is absent');
+    else at('prompt', 'must be absent when message is given');
+  }
+  if (input.audience_id !== undefined && input.audience_prompt !== undefined)
+    at('audience_prompt', 'must be absent when audience_id is given');
+  const type = input.schedule_type;
+  const onlyFor = (field: keyof CampaignInput, types: string[], what: string) => {
+    if (input[field] !== undefined && !types.includes(type)) at(field, `is only used by ${what} campaigns`);
+  };
+  onlyFor('recurrence', ['recurring'], 'recurring');
+  onlyFor('inactivity_days', ['slipping_away'], 'slipping_away');
+  onlyFor('trigger_event_name', ['trigger'], 'trigger');
+  onlyFor('trigger_event_prompt', ['trigger'], 'trigger');
+  onlyFor('trigger_cooldown_hours', ['trigger'], 'trigger');
+  if (type === 'now' && input.scheduled_at !== undefined)
+    at('scheduled_at', 'must be absent for now (it sends at once)');
+  if (type === 'scheduled' && input.scheduled_at === undefined)
+    at('scheduled_at', 'is required for scheduled campaigns');
+  if (type === 'recurring') {
+    if (input.recurrence === undefined && input.scheduled_at === undefined)
+      at('recurrence', 'is required for recurring campaigns unless scheduled_at gives the daily time');
+    if (input.recurrence !== undefined) {
+      const problem = cronProblem(input.recurrence);
+      if (problem) at('recurrence', problem);
+    }
+  }
+  if (type === 'trigger' && (input.trigger_event_name === undefined) === (input.trigger_event_prompt === undefined)) {
+    if (input.trigger_event_name === undefined)
+      at('trigger_event_name', 'is required for trigger campaigns unless trigger_event_prompt is given');
+    else at('trigger_event_prompt', 'must be absent when trigger_event_name is given');
+  }
+}
+
+export interface CreatedCampaign {
+  campaign: CampaignRow;
+  audience: { id: string; user_count: number; auto_created: boolean } | null;
+  trigger: { event_name: string; match_method: 'exact' | 'fuzzy' | 'llm'; available_events_count: number } | null;
+}
+
+/** Creates a campaign in the app; every new campaign is `scheduled`. */
+export async function createCampaign(ctx: ServiceContext, app: AppRow, input: CampaignInput): Promise<CreatedCampaign> {
+  const errors: FieldError[] = [];
+  checkInput(input, errors);
+  refuseIfAny(errors, 'campaign');
+  let audience: CreatedCampaign['audience'] = null;
+  if (input.audience_id !== undefined) {
+    const found = isUuid(input.audience_id) ? await findAudience(ctx.db, app.id, input.audience_id) : undefined;
+    if (!found) throw new NotFoundError(`No audience with id ${input.audience_id} in this app.`);
+    audience = { id: found.id, user_count: Number(found.user_count), auto_created: false };
+  }
+  const trigger =
+    input.schedule_type === 'trigger'
+      ? await matchTriggerEvent(ctx, app.id, input.trigger_event_name, input.trigger_event_prompt)
+      : null;
+  if (input.audience_prompt !== undefined) {
+    const created = await createAudience(ctx, app.id, {
+      name: `${input.name} (campaign audience)`.slice(0, 255),
+      description: input.audience_prompt,
+      criteria: input.audience_prompt,
+    });
+    audience = { id: created.audience.id, user_count: created.userCount, auto_created: true };
+  }
+  const now = ctx.clock();
+  const timeZone = await appTimeZone(ctx, app);
+  const scheduledAt = input.scheduled_at ? new Date(input.scheduled_at) : null;
+  let recurrence = input.recurrence ?? null;
+  let nextRun: Date;
+  switch (input.schedule_type) {
+    case 'now':
+      nextRun = now;
+      break;
+    case 'scheduled':
+      nextRun = scheduledAt!;
+      break;
+    case 'recurring': {
+      recurrence ??= dailyAt(scheduledAt!, timeZone);
+      const start = scheduledAt && scheduledAt > now ? scheduledAt : now;
+      nextRun = nextCronRun(recurrence, new Date(start.getTime() - 1), timeZone);
+      break;
+    }
+    default:
+      nextRun = scheduledAt ?? now;
+  }
+  const campaign = await insertCampaign(ctx.db, {
+    id: uuidv7(now.getTime()),
+    app_id: app.id,
+    name: input.name,
+    title: input.title,
+    message: input.message ?? null,
+    prompt: input.prompt ?? null,
+    max_characters: input.max_characters ?? (input.prompt !== undefined ? DEFAULT_PROMPT_CHARACTERS : null),
+    action_url: input.action_url ?? null,
+    audience_id: audience?.id ?? null,
+    audience_auto_created: audience?.auto_created ?? false,
+    schedule_type: input.schedule_type,
+    scheduled_at: scheduledAt,
+    recurrence,
+    inactivity_days:
+      input.schedule_type === 'slipping_away' ? (input.inactivity_days ?? DEFAULT_INACTIVITY_DAYS) : null,
+    trigger_event_name: trigger?.event_name ?? null,
+    trigger_cooldown_hours:
+      input.schedule_type === 'trigger' ? (input.trigger_cooldown_hours ?? DEFAULT_COOLDOWN_HOURS) : null,
+    match_method: trigger?.match_method ?? null,
+    available_events_count: trigger?.available_events_count ?? null,
+    status: 'scheduled',
+    paused_from: null,
+    next_run_at: input.schedule_type === 'trigger' && !scheduledAt ? now : nextRun,
+    first_sent_at: null,
+    completed_at: null,
+    created_at: now,
+    updated_at: now,
+  });
+  if (campaign.schedule_type === 'trigger') forgetTriggerCampaigns(app.id);
+  ctx.logger.info({ app_id: app.id, campaign_id: campaign.id, type: campaign.schedule_type }, 'campaign created');
+  return { campaign, audience, trigger };
+}
+
+/** The app's campaigns, newest first, with their counters. */
+export async function campaignsOf(
+  ctx: ServiceContext,
+  app: AppRow,
+  filter: { status?: CampaignStatus; limit?: number } = {},
+): Promise<{ rows: CampaignRow[]; counts: Map<string, CampaignCounts>; total: number }> {
+  const rows = await listCampaigns(ctx.db, app.id, filter);
+  const total = filter.limit === undefined ? rows.length : await countCampaigns(ctx.db, app.id, filter.status);
+  const counts = await campaignCounts(
+    ctx.db,
+    app.id,
+    rows.map((r) => r.id),
+    app.conversion_events,
+  );
+  return { rows, counts, total };
+}
+
+/** A campaign of this app; 404 for an unknown id or another app's. */
+export async function campaignOfApp(ctx: ServiceContext, appId: string, id: string): Promise<CampaignRow> {
+  const row = isUuid(id) ? await findCampaign(ctx.db, appId, id) : undefined;
+  if (!row) throw new NotFoundError(`No campaign with id ${id}.`);
+  return row;
+}
+
+/** A campaign by id alone (admin API), with its app. */
+export async function campaignById(ctx: ServiceContext, id: string): Promise<{ campaign: CampaignRow; app: AppRow }> {
+  const campaign = isUuid(id) ? await findCampaignById(ctx.db, id) : undefined;
+  const app = campaign ? await findApp(ctx.db, campaign.app_id) : undefined;
+  if (!campaign || !app) throw new NotFoundError(`No campaign with id ${id}.`);
+  return { campaign, app };
+}
+
+/** Pauses a scheduled or live campaign; 409 for one already sent or paused. */
+export async function pauseCampaign(ctx: ServiceContext, id: string): Promise<CampaignRow> {
+  const { campaign } = await campaignById(ctx, id);
+  if (campaign.status === 'sent') throw new ConflictError('This campaign was already sent; there is nothing to pause.');
+  if (campaign.status === 'paused') throw new ConflictError('This campaign is already paused.');
+  const now = ctx.clock();
+  const moved = await moveCampaign(ctx.db, campaign.app_id, campaign.id, [campaign.status], {
+    status: 'paused',
+    paused_from: campaign.status,
+    updated_at: now,
+  });
+  if (!moved) throw new ConflictError('The campaign changed state meanwhile; read it again and retry.');
+  if (moved.schedule_type === 'trigger') forgetTriggerCampaigns(moved.app_id);
+  return moved;
+}
+
+/** Resumes a paused campaign to the state it was in; 409 when it is not paused. */
+export async function resumeCampaign(ctx: ServiceContext, id: string): Promise<CampaignRow> {
+  const { campaign, app } = await campaignById(ctx, id);
+  if (campaign.status !== 'paused') throw new ConflictError(`This campaign is ${campaign.status}, not paused.`);
+  const now = ctx.clock();
+  const patch: Partial<CampaignRow> = {
+    status: campaign.paused_from ?? 'scheduled',
+    paused_from: null,
+    updated_at: now,
+  };
+  // A recurring campaign skips the runs it missed while paused.
+  if (
+    campaign.schedule_type === 'recurring' &&
+    campaign.recurrence &&
+    campaign.next_run_at &&
+    campaign.next_run_at < now
+  )
+    patch.next_run_at = nextCronRun(campaign.recurrence, now, await appTimeZone(ctx, app));
+  const moved = await moveCampaign(ctx.db, campaign.app_id, campaign.id, ['paused'], patch);
+  if (!moved) throw new ConflictError('The campaign changed state meanwhile; read it again and retry.');
+  if (moved.schedule_type === 'trigger') forgetTriggerCampaigns(moved.app_id);
+  return moved;
+}
+
+/** A campaign of one of the organization's apps (MCP), with its app; 404 otherwise. */
+export async function organizationCampaign(
+  ctx: ServiceContext,
+  organizationId: string,
+  id: string,
+): Promise<{ campaign: CampaignRow; app: AppRow }> {
+  const found = isUuid(id) ? await findCampaignById(ctx.db, id) : undefined;
+  const app = found ? await findApp(ctx.db, found.app_id) : undefined;
+  if (!found || !app || app.organization_id !== organizationId)
+    throw new NotFoundError(`No campaign with id "${id}" is available to this key.`);
+  return { campaign: found, app };
+}
+
+/** Counters of some of the app's campaigns. */
+export const countsOf = (ctx: ServiceContext, app: AppRow, ids: string[]) =>
+  campaignCounts(ctx.db, app.id, ids, app.conversion_events);

@@ -1,0 +1,215 @@
+// Queries for push campaigns: the campaign rows, their listing with delivery counters, the
+// scheduler's due campaigns, and the trigger outbox the event writer fills in its transaction.
+// Sends, batches and deliveries of campaigns are in storage/campaign-sends.ts.
+import type { Knex } from 'knex';
+
+export type CampaignStatus = 'scheduled' | 'live' | 'paused' | 'sent';
+export type ScheduleType = 'now' | 'scheduled' | 'recurring' | 'slipping_away' | 'trigger';
+export type MatchMethod = 'exact' | 'fuzzy' | 'llm';
+
+export interface CampaignRow {
+  id: string;
+  app_id: string;
+  name: string;
+  title: string;
+  message: string | null;
+  prompt: string | null;
+  max_characters: number | null;
+  action_url: string | null;
+  audience_id: string | null;
+  audience_auto_created: boolean;
+  schedule_type: ScheduleType;
+  scheduled_at: Date | null;
+  recurrence: string | null;
+  inactivity_days: number | null;
+  trigger_event_name: string | null;
+  trigger_cooldown_hours: number | null;
+  match_method: MatchMethod | null;
+  available_events_count: number | null;
+  status: CampaignStatus;
+  paused_from: CampaignStatus | null;
+  next_run_at: Date | null;
+  first_sent_at: Date | null;
+  completed_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface CampaignCounts {
+  sent: number;
+  delivered: number;
+  clicked: number;
+  converted: number;
+}
+
+export async function insertCampaign(db: Knex, row: CampaignRow): Promise<CampaignRow> {
+  const [saved] = await db('campaigns').insert(row).returning('*');
+  return saved as CampaignRow;
+}
+
+export const findCampaign = (db: Knex, appId: string, id: string) =>
+  db<CampaignRow>('campaigns').where({ app_id: appId, id }).first();
+
+/** Not per-app: the admin API names a campaign by its id alone; the row says its app. */
+export const findCampaignById = (db: Knex, id: string) => db<CampaignRow>('campaigns').where({ id }).first();
+
+export const listCampaigns = (db: Knex, appId: string, filter: { status?: CampaignStatus; limit?: number }) => {
+  const q = db<CampaignRow>('campaigns').where({ app_id: appId });
+  if (filter.status) q.where({ status: filter.status });
+  q.orderBy([
+    { column: 'created_at', order: 'desc' },
+    { column: 'id', order: 'desc' },
+  ]);
+  if (filter.limit !== undefined) q.limit(filter.limit);
+  return q;
+};
+
+export async function countCampaigns(db: Knex, appId: string, status?: CampaignStatus): Promise<number> {
+  const q = db('campaigns').where({ app_id: appId });
+  if (status) q.where({ status });
+  const [row] = await q.count<{ n: string }[]>({ n: '*' });
+  return Number(row?.n ?? 0);
+}
+
+export const updateCampaign = (db: Knex, appId: string, id: string, patch: Partial<CampaignRow>) =>
+  db('campaigns')
+    .where({ app_id: appId, id })
+    .update(patch)
+    .returning<CampaignRow[]>('*')
+    .then((r) => r[0]);
+
+/**
+ * Changes a campaign only if it is still in `from` (and, when given, its next run is still
+ * `nextRunAt`): of concurrent changes or workers, one wins.
+ */
+export const moveCampaign = (
+  db: Knex,
+  appId: string,
+  id: string,
+  from: CampaignStatus[],
+  patch: Partial<CampaignRow>,
+  nextRunAt?: Date | null,
+) =>
+  db('campaigns')
+    .where({ app_id: appId, id })
+    .whereIn('status', from)
+    .modify((q) => {
+      if (nextRunAt === null) q.whereNull('next_run_at');
+      else if (nextRunAt) q.where('next_run_at', nextRunAt);
+    })
+    .update(patch)
+    .returning<CampaignRow[]>('*')
+    .then((r) => r[0]);
+
+/** Not per-app: the scheduler looks at every app's campaigns whose next run is due. */
+export const dueCampaigns = (db: Knex, now: Date, limit: number) =>
+  db<CampaignRow>('campaigns')
+    .whereIn('status', ['scheduled', 'live'])
+    .whereNotNull('next_run_at')
+    .where('next_run_at', '<=', now)
+    .orderBy('next_run_at')
+    .limit(limit);
+
+/** Delivery counters per campaign: sent (2xx), delivered, clicked (own link or batch link), converted. */
+export async function campaignCounts(
+  db: Knex,
+  appId: string,
+  campaignIds: string[],
+  conversionEvents: string[],
+): Promise<Map<string, CampaignCounts>> {
+  const out = new Map<string, CampaignCounts>();
+  if (campaignIds.length === 0) return out;
+  const conversion =
+    conversionEvents.length > 0
+      ? `e.event_name in (${conversionEvents.map(() => '?').join(', ')})`
+      : `(jsonb_typeof(e.properties -> 'revenue') = 'number' or jsonb_typeof(e.properties -> 'amount') = 'number')`;
+  const { rows } = await db.raw(
+    `select d.campaign_id,
+       count(*) filter (where d.status in ('sent', 'delivered')) as sent,
+       count(*) filter (where d.status = 'delivered') as delivered,
+       count(*) filter (where d.clicked_at is not null) as clicked_own,
+       count(*) filter (where d.status in ('sent', 'delivered') and exists (
+         select 1 from events e where e.app_id = d.app_id and e.user_id = d.user_id
+           and e.created_at >= d.created_at and e.created_at < d.created_at + interval '24 hours'
+           and ${conversion})) as converted
+     from push_deliveries d
+     where d.app_id = ? and d.campaign_id in (${campaignIds.map(() => '?').join(', ')})
+     group by d.campaign_id`,
+    [...conversionEvents, appId, ...campaignIds],
+  );
+  const { rows: batches } = await db.raw(
+    `select campaign_id, coalesce(sum(least(clicks, size)), 0) as clicked
+     from push_batches where app_id = ? and campaign_id in (${campaignIds.map(() => '?').join(', ')})
+     group by campaign_id`,
+    [appId, ...campaignIds],
+  );
+  const batchClicks = new Map<string, number>(
+    (batches as { campaign_id: string; clicked: string }[]).map((b) => [b.campaign_id, Number(b.clicked)]),
+  );
+  for (const id of campaignIds) out.set(id, { sent: 0, delivered: 0, clicked: batchClicks.get(id) ?? 0, converted: 0 });
+  for (const r of rows as Record<string, string>[]) {
+    out.set(r.campaign_id!, {
+      sent: Number(r.sent),
+      delivered: Number(r.delivered),
+      clicked: Number(r.clicked_own) + (batchClicks.get(r.campaign_id!) ?? 0),
+      converted: Number(r.converted),
+    });
+  }
+  return out;
+}
+
+/** Whether the app has any trigger campaign that may still fire (the writer's cheap pre-check). */
+export async function appHasTriggerCampaigns(db: Knex, appId: string): Promise<boolean> {
+  const row = await db('campaigns')
+    .where({ app_id: appId, schedule_type: 'trigger' })
+    .whereIn('status', ['scheduled', 'live'])
+    .first('id');
+  return row !== undefined;
+}
+
+export interface OutboxEvent {
+  eventId: string;
+  userId: string;
+  eventName: string;
+  eventAt: Date;
+  receivedAt: Date;
+}
+
+/**
+ * In the ingestion transaction: one outbox row per event and trigger campaign (scheduled or live)
+ * of the app that waits for that event name; returns how many were written.
+ */
+export async function insertTriggerOutbox(db: Knex, appId: string, events: OutboxEvent[]): Promise<number> {
+  if (events.length === 0) return 0;
+  const values = events.map(() => '(?::uuid, ?::uuid, ?, ?::timestamptz, ?::timestamptz)').join(', ');
+  const { rowCount } = await db.raw(
+    `insert into campaign_trigger_outbox (app_id, campaign_id, user_id, event_id, event_at, received_at)
+     select c.app_id, c.id, v.user_id, v.event_id, v.event_at, v.received_at
+     from (values ${values}) as v(event_id, user_id, event_name, event_at, received_at)
+     join campaigns c on c.app_id = ?::uuid and c.schedule_type = 'trigger'
+       and c.status in ('scheduled', 'live') and c.trigger_event_name = v.event_name`,
+    [...events.flatMap((e) => [e.eventId, e.userId, e.eventName, e.eventAt, e.receivedAt]), appId],
+  );
+  return rowCount ?? 0;
+}
+
+export interface OutboxRow {
+  seq: string;
+  app_id: string;
+  campaign_id: string;
+  user_id: string;
+  event_id: string;
+  event_at: Date;
+  received_at: Date;
+}
+
+/** Not per-app: the trigger worker drains every app's outbox, oldest first, skipping locked rows. */
+export async function takeOutbox(trx: Knex.Transaction, limit: number): Promise<OutboxRow[]> {
+  const { rows } = await trx.raw(
+    `delete from campaign_trigger_outbox where seq in (
+       select seq from campaign_trigger_outbox order by seq limit ? for update skip locked)
+     returning *`,
+    [limit],
+  );
+  return (rows as OutboxRow[]).sort((a, b) => Number(a.seq) - Number(b.seq));
+}

@@ -1,0 +1,286 @@
+// Campaigns on a clock the test moves: each schedule type, cron across a daylight-saving change,
+// the audience evaluated at each occurrence, slipping away once per inactive stretch, trigger
+// cooldown and stale events, the frequency cap, quiet hours, opt-out, pause and resume, and the
+// erasure hook that cancels queued sends. Pushes go to a local WonderPush-speaking server.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cancelQueuedCampaignSends } from '../../server/src/storage/campaign-sends.js';
+import {
+  addUsers,
+  type Clocked,
+  createCampaign,
+  detail,
+  drainTriggers,
+  startClockedServer,
+  tick,
+  useWonderPush,
+  wonderPush,
+} from '../helpers/campaigns.js';
+import type { Tenant } from '../helpers/server.js';
+
+type Fake = Awaited<ReturnType<typeof wonderPush>>;
+let c: Clocked;
+let wp: Fake; // the provider of the tenant under test (one per tenant: other tenants' campaigns run too)
+const fakes: Fake[] = [];
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+beforeAll(async () => {
+  c = await startClockedServer('2026-03-07T12:00:00Z');
+});
+afterAll(async () => {
+  await c?.server.close();
+  for (const f of fakes) await f.close();
+});
+
+async function tenant(users: { id: string; properties?: Record<string, unknown> }[], timezone = 'UTC') {
+  const t = await c.server.createTenant();
+  await c.admin.adminOrganizationsUpdate({ path: { organization_id: t.organization.id }, body: { timezone } });
+  wp = await wonderPush();
+  fakes.push(wp);
+  await useWonderPush(c, t, wp.baseUrl);
+  await addUsers(t, users);
+  return t;
+}
+
+/** Pushes to this tenant's users since `from` (index in wp.calls). */
+const reachedSince = (from: number) => wp.calls.slice(from).flatMap((x) => x.users);
+
+describe('one-shot campaigns', () => {
+  let t: Tenant;
+  beforeAll(async () => {
+    c.set('2026-03-07T12:00:00Z');
+    t = await tenant([
+      { id: 'ann', properties: { first_name: 'Ann' } },
+      { id: 'bob', properties: { first_name: 'Bob' } },
+      { id: 'out', properties: { first_name: 'Out', push_opt_out: true } },
+    ]);
+  });
+
+  it('sends a scheduled campaign once at scheduled_at, placeholders filled, never to opted-out users', async () => {
+    const created = await createCampaign(c, t.app.id, {
+      schedule_type: 'scheduled',
+      scheduled_at: '2026-03-07T13:00:00Z',
+    });
+    expect(created.status).toBe('scheduled');
+    const from = wp.calls.length;
+    await tick(c);
+    expect(wp.calls.length).toBe(from);
+    c.set('2026-03-07T13:00:30Z');
+    await tick(c);
+    const calls = wp.calls.slice(from);
+    expect(calls.map((x) => x.text).sort()).toEqual(['Hi Ann', 'Hi Bob']);
+    expect(reachedSince(from).sort()).toEqual(['ann', 'bob']);
+    expect((await detail(c, created.campaign_id)).status).toBe('sent');
+    await tick(c);
+    expect(wp.calls.length).toBe(from + 2);
+    // pausing a sent campaign is a conflict
+    const paused = await c.admin.adminCampaignsPause({ path: { campaign_id: created.campaign_id } });
+    expect(paused.response.status).toBe(409);
+  });
+
+  it('sends a `now` campaign at the next run, as one batch per text', async () => {
+    const created = await createCampaign(c, t.app.id, { schedule_type: 'now', message: 'Sale today' });
+    const from = wp.calls.length;
+    await tick(c);
+    expect(wp.calls.slice(from)).toHaveLength(1);
+    expect(wp.calls[from]!.users.sort()).toEqual(['ann', 'bob']);
+    const d = await detail(c, created.campaign_id);
+    expect(d.status).toBe('sent');
+    expect(d.stats).toMatchObject({ sent: 2, delivered: 2, delivery_rate: 100 });
+  });
+
+  it('refuses inconsistent schedules', async () => {
+    const bad = [
+      { schedule_type: 'scheduled' },
+      { schedule_type: 'recurring' },
+      { schedule_type: 'recurring', recurrence: '61 * * * *' },
+      { schedule_type: 'trigger' },
+      { schedule_type: 'now', scheduled_at: '2026-03-08T00:00:00Z' },
+      { schedule_type: 'scheduled', scheduled_at: '2026-03-08T00:00:00Z', recurrence: '0 9 * * *' },
+    ];
+    for (const body of bad) {
+      const r = await c.admin.adminCampaignsCreate({
+        path: { app_id: t.app.id },
+        // biome-ignore lint/suspicious/noExplicitAny: deliberately inconsistent bodies
+        body: { name: 'x', title: 'x', message: 'x', ...body } as any,
+      });
+      expect(r.response.status, JSON.stringify(body)).toBe(400);
+    }
+  });
+});
+
+describe('recurring campaigns', () => {
+  it('runs on cron in the organization time zone across a daylight-saving change, audience each time', async () => {
+    c.set('2026-03-07T12:00:00Z'); // 07:00 in New York (EST)
+    const t = await tenant([{ id: 'r1', properties: { first_name: 'R' } }], 'America/New_York');
+    const created = await createCampaign(c, t.app.id, { schedule_type: 'recurring', recurrence: '0 9 * * *' });
+    expect((await detail(c, created.campaign_id)).next_run_at).toBe('2026-03-07T14:00:00.000Z'); // 09:00 EST
+    const from = wp.calls.length;
+    c.set('2026-03-07T14:00:05Z');
+    await tick(c);
+    expect(reachedSince(from)).toEqual(['r1']);
+    const d = await detail(c, created.campaign_id);
+    expect(d.status).toBe('live');
+    // 8 March 2026: clocks go forward in New York; 09:00 EDT is 13:00 UTC
+    expect(d.next_run_at).toBe('2026-03-08T13:00:00.000Z');
+    await addUsers(t, [{ id: 'r2' }]); // joins before the next run
+    c.set('2026-03-08T13:00:05Z');
+    await tick(c);
+    expect(reachedSince(from).sort()).toEqual(['r1', 'r1', 'r2']);
+    expect((await detail(c, created.campaign_id)).next_run_at).toBe('2026-03-09T13:00:00.000Z');
+  });
+
+  it('pauses and resumes: no run while paused, missed runs skipped', async () => {
+    c.set('2026-03-07T12:00:00Z');
+    const t = await tenant([{ id: 'p1' }]);
+    const created = await createCampaign(c, t.app.id, { schedule_type: 'recurring', recurrence: '30 12 * * *' });
+    const pause = await c.admin.adminCampaignsPause({ path: { campaign_id: created.campaign_id } });
+    expect(pause.data?.status).toBe('paused');
+    expect((await c.admin.adminCampaignsPause({ path: { campaign_id: created.campaign_id } })).response.status).toBe(
+      409,
+    );
+    const from = wp.calls.length;
+    c.set('2026-03-07T12:31:00Z');
+    await tick(c);
+    expect(reachedSince(from)).toEqual([]);
+    c.set('2026-03-08T12:00:00Z');
+    const resumed = await c.admin.adminCampaignsResume({ path: { campaign_id: created.campaign_id } });
+    expect(resumed.data?.status).toBe('scheduled');
+    expect((await detail(c, created.campaign_id)).next_run_at).toBe('2026-03-08T12:30:00.000Z');
+    expect((await c.admin.adminCampaignsResume({ path: { campaign_id: created.campaign_id } })).response.status).toBe(
+      409,
+    );
+    c.set('2026-03-08T12:30:10Z');
+    await tick(c);
+    expect(reachedSince(from)).toEqual(['p1']);
+  });
+});
+
+describe('slipping away', () => {
+  it('reaches users inactive for inactivity_days once per inactive stretch', async () => {
+    c.set('2026-04-01T12:00:00Z');
+    const t = await tenant([]);
+    const event = async (user: string, at: string) => {
+      const { error } = await t.client.eventsTrack({ body: { user_id: user, event_name: 'open', timestamp: at } });
+      expect(error).toBeUndefined();
+    };
+    await event('idle', '2026-03-20T10:00:00Z');
+    await event('busy', '2026-03-31T10:00:00Z');
+    const created = await createCampaign(c, t.app.id, { schedule_type: 'slipping_away', inactivity_days: 7 });
+    const from = wp.calls.length;
+    await tick(c);
+    expect(reachedSince(from)).toEqual(['idle']);
+    expect((await detail(c, created.campaign_id)).status).toBe('live');
+    c.advance(HOUR);
+    await tick(c);
+    expect(reachedSince(from)).toEqual(['idle']); // same stretch: not again
+    await event('idle', '2026-04-01T13:00:00Z'); // back, then away again
+    c.set('2026-04-09T14:00:00Z');
+    await tick(c);
+    expect(reachedSince(from).sort()).toEqual(['busy', 'idle', 'idle']);
+  });
+});
+
+describe('trigger campaigns', () => {
+  it('fires on the event, once per cooldown per user; stale events never fire', async () => {
+    c.set('2026-05-01T12:00:00Z');
+    const t = await tenant([{ id: 'buyer', properties: { first_name: 'Kim' } }]);
+    await t.client.eventsTrack({ body: { user_id: 'buyer', event_name: 'signup' } });
+    const created = await createCampaign(c, t.app.id, {
+      schedule_type: 'trigger',
+      trigger_event_name: 'purchase_completed',
+      trigger_cooldown_hours: 2,
+    });
+    expect(created.trigger).toMatchObject({ event_name: 'purchase_completed', match_method: 'exact' });
+    const from = wp.calls.length;
+    const buy = (timestamp?: string) =>
+      t.client.eventsTrack({ body: { user_id: 'buyer', event_name: 'purchase_completed', timestamp } });
+    await buy(new Date(c.now().getTime() - 2 * HOUR).toISOString()); // client time two hours old
+    await drainTriggers(c);
+    expect(reachedSince(from)).toEqual([]);
+    await buy();
+    await drainTriggers(c);
+    expect(reachedSince(from)).toEqual(['buyer']);
+    expect(wp.calls.at(-1)!.text).toBe('Hi Kim');
+    c.advance(HOUR);
+    await buy();
+    await drainTriggers(c);
+    expect(reachedSince(from)).toEqual(['buyer']); // cooldown
+    c.advance(HOUR + 60_000);
+    await buy();
+    await drainTriggers(c);
+    expect(reachedSince(from)).toEqual(['buyer', 'buyer']);
+    expect((await detail(c, created.campaign_id)).status).toBe('live');
+  });
+
+  it('matches trigger_event_prompt against tracked events', async () => {
+    const t = await tenant([]);
+    await t.client.eventsTrackBatch({
+      body: {
+        events: [
+          { user_id: 'u', event_name: 'checkout_completed' },
+          { user_id: 'u', event_name: 'app_opened' },
+          { user_id: 'u', event_name: 'profile_updated' },
+        ],
+      },
+    });
+    const created = await createCampaign(c, t.app.id, {
+      schedule_type: 'trigger',
+      trigger_event_prompt: 'when someone completes checkout',
+    });
+    expect(created.trigger).toEqual({
+      event_name: 'checkout_completed',
+      match_method: 'fuzzy',
+      available_events_count: 3,
+    });
+    const none = await c.admin.adminCampaignsCreate({
+      path: { app_id: t.app.id },
+      body: { name: 'x', title: 'x', message: 'x', schedule_type: 'trigger', trigger_event_prompt: 'zebra xylophone' },
+    });
+    expect(none.response.status).toBe(400);
+  });
+});
+
+describe('protections', () => {
+  it('caps campaign pushes per user and day across campaigns', async () => {
+    c.set('2026-06-01T12:00:00Z');
+    const t = await tenant([{ id: 'cap' }]);
+    await c.admin.adminAppsUpdate({ path: { app_id: t.app.id }, body: { push_frequency_cap_per_day: 2 } });
+    const from = wp.calls.length;
+    for (const m of ['one', 'two', 'three']) await createCampaign(c, t.app.id, { schedule_type: 'now', message: m });
+    await tick(c);
+    expect(reachedSince(from)).toEqual(['cap', 'cap']);
+    c.advance(DAY + 60_000);
+    await createCampaign(c, t.app.id, { schedule_type: 'now', message: 'four' });
+    await tick(c);
+    expect(reachedSince(from)).toEqual(['cap', 'cap', 'cap']);
+  });
+
+  it('holds campaign sends during quiet hours (organization time) and sends when they end', async () => {
+    c.set('2026-06-10T21:30:00Z'); // 23:30 in Paris (CEST)
+    const t = await tenant([{ id: 'night' }, { id: 'erased' }], 'Europe/Paris');
+    const updated = await c.admin.adminAppsUpdate({
+      path: { app_id: t.app.id },
+      body: { push_quiet_hours: '22:00-08:00' },
+    });
+    expect(updated.data?.push_quiet_hours).toBe('22:00-08:00');
+    const from = wp.calls.length;
+    await createCampaign(c, t.app.id, { schedule_type: 'now', message: 'Good morning' });
+    await tick(c);
+    expect(reachedSince(from)).toEqual([]);
+    // the privacy erasure cancels a user's queued sends
+    const user = await c.server.db.knex('users').where({ app_id: t.app.id, external_id: 'erased' }).first();
+    expect(await cancelQueuedCampaignSends(c.server.db.knex, t.app.id, user.id)).toBe(1);
+    c.set('2026-06-11T05:59:00Z'); // 07:59 Paris
+    await tick(c);
+    expect(reachedSince(from)).toEqual([]);
+    c.set('2026-06-11T06:00:30Z'); // 08:00 Paris
+    await tick(c);
+    expect(reachedSince(from)).toEqual(['night']);
+    const bad = await c.admin.adminAppsUpdate({
+      path: { app_id: t.app.id },
+      body: { push_quiet_hours: '08:00-08:00' },
+    });
+    expect(bad.response.status).toBe(400);
+  });
+});
