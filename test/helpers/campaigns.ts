@@ -36,7 +36,8 @@ export async function startClockedServer(start: string): Promise<Clocked> {
   };
 }
 
-async function runJob(server: TestServer, name: string): Promise<void> {
+/** Queues one run of a job and waits until it is done. */
+export async function runJob(server: TestServer, name: string): Promise<void> {
   const id = await server.jobs.runNow(name);
   for (let i = 0; i < 600; i++) {
     const state = await server.jobs.state(name, id);
