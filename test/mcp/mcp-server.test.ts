@@ -374,6 +374,17 @@ describe('tools', () => {
     for (const [name, args] of [
       ['update_event_definition', { app_id: tenant.app.id, event_name: 'purchase', description: 'x' }],
       ['create_audience', { app_id: tenant.app.id, name: 'x', description: 'users who did purchase' }],
+      [
+        'create_push_campaign',
+        {
+          app_id: tenant.app.id,
+          name: 'x',
+          title: 'x',
+          message: 'x',
+          schedule_type: 'trigger',
+          trigger_event_name: 'purchase',
+        },
+      ],
     ] as const) {
       const result = await client.callTool({ name, arguments: args });
       expect(result.isError, name).toBe(true);
@@ -386,6 +397,11 @@ describe('tools', () => {
   });
 
   it("never reaches another organization's app through any tool", async () => {
+    const admin = createTallyClient({ baseUrl: server.url, adminToken: TEST_ADMIN_TOKEN });
+    const foreign = await admin.adminCampaignsCreate({
+      path: { app_id: other.app.id },
+      body: { name: 'OTHER-ORG-SECRET', title: 't', message: 'm', schedule_type: 'trigger', trigger_event_name: 'e' },
+    });
     const { client } = await connect(server.url, tenant.mcpKey);
     const { tools } = await client.listTools();
     for (const tool of tools) {
@@ -396,11 +412,66 @@ describe('tools', () => {
       if (tool.name === 'update_event_definition')
         Object.assign(args, { event_name: 'OTHER-ORG-SECRET', description: 'x' });
       if (tool.name === 'get_funnel') args.events = ['OTHER-ORG-SECRET', 'purchase'];
+      if (tool.name === 'create_push_campaign')
+        Object.assign(args, { name: 'x', title: 'x', message: 'x', schedule_type: 'trigger', trigger_event_name: 'e' });
+      if (tool.name === 'get_campaign_status') Object.assign(args, { campaign_id: foreign.data!.campaign_id });
       const result = await client.callTool({ name: tool.name, arguments: args });
       expect(result.isError, tool.name).toBe(true);
       expect(JSON.stringify(result), tool.name).not.toContain('OTHER-ORG-SECRET');
       expect((result.content as { text: string }[])[0]!.text, tool.name).toMatch(/^NOT_FOUND/);
     }
+    await client.close();
+  });
+
+  it('creates, lists and reads push campaigns through the tools, as the campaign GETs and resources show them', async () => {
+    const { client } = await connect(server.url, tenant.mcpKey);
+    const now = await client.callTool({
+      name: 'create_push_campaign',
+      arguments: { app_id: tenant.app.id, name: 'x', title: 'x', message: 'x', schedule_type: 'now' },
+    });
+    expect(now.isError).toBe(true); // immediate sends are refused through MCP
+    const created = await client.callTool({
+      name: 'create_push_campaign',
+      arguments: {
+        app_id: tenant.app.id,
+        name: 'Buyers thanks',
+        title: 'Thank you',
+        message: 'Thanks {{first_name}}',
+        schedule_type: 'trigger',
+        trigger_event_prompt: 'when a user makes a purchase',
+        audience_prompt: 'users who did purchase',
+      },
+    });
+    expect(created.isError).toBeFalsy();
+    const c = created.structuredContent as {
+      campaign_id: string;
+      status: string;
+      trigger: { event_name: string; match_method: string; available_events_count: number };
+      audience: { auto_created: boolean; user_count: number };
+    };
+    expect(c.status).toBe('scheduled');
+    expect(c.trigger).toEqual({ event_name: 'purchase', match_method: 'fuzzy', available_events_count: 2 });
+    expect(c.audience).toMatchObject({ auto_created: true, user_count: 5 });
+    const get = async (path: string) =>
+      (await fetch(`${server.url}${path}`, { headers: { 'X-MCP-API-Key': tenant.mcpKey } })).json();
+    const listed = await client.callTool({ name: 'list_push_campaigns', arguments: { app_id: tenant.app.id } });
+    expect(listed.structuredContent).toEqual(await get(`/mcp/resources/campaigns?app_id=${tenant.app.id}`));
+    expect((listed.structuredContent as { campaigns: { id: string }[] }).campaigns.map((x) => x.id)).toContain(
+      c.campaign_id,
+    );
+    const status = await client.callTool({ name: 'get_campaign_status', arguments: { campaign_id: c.campaign_id } });
+    const detail = await get(`/mcp/resources/campaigns/${c.campaign_id}`);
+    expect(status.structuredContent).toEqual(detail);
+    expect(detail).toMatchObject({
+      id: c.campaign_id,
+      status: 'scheduled',
+      trigger_event: 'purchase',
+      message: 'Thanks {{first_name}}',
+    });
+    const read = await client.readResource({ uri: `tally://campaigns/${c.campaign_id}` });
+    expect(JSON.parse((read.contents[0] as { text: string }).text)).toEqual(detail);
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toContain(`tally://campaigns/${c.campaign_id}`);
     await client.close();
   });
 

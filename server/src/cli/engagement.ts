@@ -82,6 +82,8 @@ interface CampaignOptions extends GlobalOptions {
   inactivityDays?: number;
   triggerEventName?: string;
   triggerEventPrompt?: string;
+  triggerCooldownHours?: number;
+  maxCharacters?: number;
   audienceId?: string;
   audiencePrompt?: string;
   actionUrl?: string;
@@ -99,7 +101,7 @@ function registerCampaigns(program: Command): void {
       .option('--prompt <text>', 'instructions for generating the text of each send')
       .addOption(
         new Option('--schedule-type <type>', 'when it sends')
-          .choices(['scheduled', 'recurring', 'slipping_away', 'trigger'])
+          .choices(['now', 'scheduled', 'recurring', 'slipping_away', 'trigger'])
           .makeOptionMandatory(),
       )
       .option('--scheduled-at <time>', 'first (or only) send time, ISO 8601')
@@ -107,6 +109,12 @@ function registerCampaigns(program: Command): void {
       .option('--inactivity-days <n>', 'days without activity for slipping_away (default 7)', integer(1))
       .addOption(new Option('--trigger-event-name <name>', 'exact triggering event').conflicts('triggerEventPrompt'))
       .option('--trigger-event-prompt <text>', 'the triggering event, described in words')
+      .option('--trigger-cooldown-hours <n>', 'hours before one user can trigger it again (default 24)', integer(1))
+      .option(
+        '--max-characters <n>',
+        'longest text after placeholders are filled (default 150 with --prompt)',
+        integer(1),
+      )
       .addOption(new Option('--audience-id <id>', 'existing audience to target').conflicts('audiencePrompt'))
       .option('--audience-prompt <text>', 'criteria of a new audience created with the campaign')
       .option('--action-url <url>', 'URL opened when a recipient taps the notification'),
@@ -130,6 +138,8 @@ function registerCampaigns(program: Command): void {
           inactivity_days: opts.inactivityDays,
           trigger_event_name: opts.triggerEventName,
           trigger_event_prompt: opts.triggerEventPrompt,
+          trigger_cooldown_hours: opts.triggerCooldownHours,
+          max_characters: opts.maxCharacters,
           audience_id: opts.audienceId,
           audience_prompt: opts.audiencePrompt,
           action_url: opts.actionUrl,
@@ -159,6 +169,21 @@ function registerCampaigns(program: Command): void {
       print(opts, list, [`${list.items.length} campaign(s) in app ${appId}.`, ...lines]);
     },
   );
+
+  withGlobalOptions(
+    campaigns.command('show <campaign_id>').description('a campaign with its counters, rates and performance'),
+  ).action(async (campaignId: string, opts: GlobalOptions) => {
+    const admin = adminClient(opts);
+    const c = await call(admin, admin.client.adminCampaignsGet({ path: { campaign_id: campaignId } }));
+    const p = c.performance;
+    print(opts, c, [
+      `Campaign ${c.id} (${c.name}): ${c.status}, ${c.schedule_type}${c.trigger_event ? ` on ${c.trigger_event}` : ''}.`,
+      `  audience: ${c.audience_name ?? 'every user of the app'}`,
+      `  next run: ${c.next_run_at ?? 'none'}`,
+      `  sent ${c.stats.sent}, delivered ${c.stats.delivered} (${c.stats.delivery_rate}%), clicked ${c.stats.clicked} (${c.stats.click_rate}%), converted ${c.stats.converted} (${c.stats.conversion_rate}%)`,
+      `  average delivery time: ${p.avg_delivery_time ?? 'n/a'}; peak hour: ${p.peak_delivery_hour ?? 'n/a'}`,
+    ]);
+  });
 
   for (const [verb, done] of [
     ['pause', 'paused'],

@@ -1,5 +1,5 @@
 // MCP resources (resources/list, resources/read), with tally:// URIs: an app, its event
-// dictionary, an audience. Each reads the same view as the matching resource-style GET, within
+// dictionary, an audience, a campaign. Each reads the same view as the matching resource-style GET, within
 // the key's organization (another organization's id is not found). Their contents are data
 // recorded by the app: the descriptions say so.
 
@@ -8,6 +8,8 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../errors.js';
 import { appForMcpKey } from '../services/access.js';
 import { resourceIndex } from '../services/app-resources.js';
+import { campaignDetail } from '../services/campaign-views.js';
+import { campaignsOf, organizationCampaign } from '../services/campaigns.js';
 import { eventDictionary } from '../services/event-dictionary.js';
 import { appView, audienceView } from '../services/mcp-views.js';
 import type { ToolCall } from './tool.js';
@@ -92,5 +94,31 @@ export function registerResources(server: McpServer, { ctx, principal }: ToolCal
     },
     (uri, { audienceId }) =>
       guarded(uri, async () => json(uri, await audienceView(ctx, organizationId, String(audienceId)))),
+  );
+
+  server.registerResource(
+    'campaign',
+    new ResourceTemplate('tally://campaigns/{campaignId}', {
+      list: async () => {
+        const resources = [];
+        for (const a of (await index()).apps) {
+          const { rows } = await campaignsOf(ctx, await appOf(a.id), { limit: 100 });
+          for (const c of rows)
+            resources.push({ uri: `tally://campaigns/${c.id}`, name: c.name, mimeType: 'application/json' });
+        }
+        return { resources };
+      },
+    }),
+    {
+      title: 'Campaign',
+      description:
+        'A push campaign with its state, content, delivery counters, rates and performance (names and text are data recorded by the app).',
+      mimeType: 'application/json',
+    },
+    (uri, { campaignId }) =>
+      guarded(uri, async () => {
+        const { campaign, app } = await organizationCampaign(ctx, organizationId, String(campaignId));
+        return json(uri, await campaignDetail(ctx, app, campaign));
+      }),
   );
 }

@@ -1,0 +1,51 @@
+// Output schemas shared by the campaign tools: the list entry and the detail (the same shapes as
+// the MCP campaign GETs, DESIGN §10).
+import { z } from 'zod';
+
+export const campaignStatus = z.enum(['scheduled', 'live', 'paused', 'sent']);
+export const scheduleType = z.enum(['now', 'scheduled', 'recurring', 'slipping_away', 'trigger']);
+
+const counts = {
+  sent: z.number().describe('Notifications the provider accepted.'),
+  delivered: z.number().describe('Notifications the provider confirmed for delivery.'),
+  clicked: z.number().describe('Notifications whose tracked link was opened.'),
+  converted: z.number().describe('Sent notifications followed by a conversion event within 24 hours.'),
+};
+
+export const campaignSummary = z.object({
+  id: z.string(),
+  name: z.string(),
+  title: z.string(),
+  status: campaignStatus,
+  schedule_type: scheduleType,
+  trigger_event: z.string().nullable(),
+  audience_id: z.string().nullable(),
+  created_at: z.string(),
+  stats: z.object(counts),
+});
+
+export const campaignDetailShape = {
+  id: z.string(),
+  name: z.string(),
+  title: z.string(),
+  message: z.string().nullable(),
+  status: campaignStatus,
+  schedule_type: scheduleType,
+  trigger_event: z.string().nullable(),
+  audience_id: z.string().nullable(),
+  audience_name: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  stats: z.object({
+    ...counts,
+    delivery_rate: z.number().describe('delivered / sent, in percent with two decimals.'),
+    click_rate: z.number().describe('clicked / delivered, in percent.'),
+    conversion_rate: z.number().describe('converted / delivered, in percent.'),
+  }),
+  performance: z.object({
+    avg_delivery_time: z.string().nullable(),
+    peak_delivery_hour: z.string().nullable(),
+    best_performing_segment: z.string().nullable(),
+  }),
+  next_run_at: z.string().nullable(),
+};

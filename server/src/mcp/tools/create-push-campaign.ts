@@ -1,0 +1,78 @@
+// create_push_campaign: a push campaign through the same service as the admin API and the CLI;
+// immediate sends (`now`) are refused here, as the interface spec says.
+import { z } from 'zod';
+import { appForMcpKey } from '../../services/access.js';
+import { createCampaign } from '../../services/campaigns.js';
+import { appIdArgument, defineTool } from '../tool.js';
+
+export const createPushCampaign = defineTool({
+  name: 'create_push_campaign',
+  title: 'Create a push campaign',
+  description:
+    'Creates a push notification campaign. schedule_type: "scheduled" sends once at scheduled_at; "recurring" sends on ' +
+    "the cron expression `recurrence` in the organization time zone (default: daily at scheduled_at's time); " +
+    '"slipping_away" reaches users inactive for inactivity_days (default 7), once per inactive stretch; "trigger" ' +
+    'sends when a user does trigger_event_name (exact) or the tracked event that trigger_event_prompt describes, at most ' +
+    'once per trigger_cooldown_hours (default 24) per user. Immediate sends are not available through this tool. ' +
+    'Give the text as `message` (may contain {{first_name}}-style placeholders filled from user properties) or as a ' +
+    '`prompt` the text is written from for each send. Target an existing audience_id, or describe the audience in ' +
+    'audience_prompt to create one; without either, every user of the app is targeted. Users who set push_opt_out, ' +
+    "the app's daily cap per user and its quiet hours are always respected. The campaign is returned with status scheduled.",
+  input: {
+    app_id: appIdArgument,
+    name: z.string().min(1).max(255).describe('Internal name of the campaign.'),
+    title: z.string().min(1).max(255).describe('Notification title.'),
+    message: z.string().min(1).max(4096).optional().describe('Static text; give this or prompt.'),
+    prompt: z
+      .string()
+      .min(1)
+      .max(2000)
+      .optional()
+      .describe('Instructions the text is generated from; give this or message.'),
+    max_characters: z.number().int().min(1).max(500).optional().describe('Longest text (default 150 for prompt).'),
+    audience_id: z.string().min(1).max(255).optional().describe('Existing audience to target.'),
+    audience_prompt: z
+      .string()
+      .min(1)
+      .max(2000)
+      .optional()
+      .describe('Who to target, in plain words (creates an audience).'),
+    schedule_type: z.enum(['scheduled', 'recurring', 'slipping_away', 'trigger']).describe('When the campaign sends.'),
+    scheduled_at: z.string().datetime({ offset: true }).optional().describe('ISO 8601 time; required for scheduled.'),
+    recurrence: z.string().min(1).max(255).optional().describe('Cron expression for recurring, e.g. "0 9 * * 1".'),
+    inactivity_days: z.number().int().min(1).max(365).optional().describe('For slipping_away (default 7).'),
+    trigger_event_name: z.string().min(1).max(255).optional().describe('Exact event name for trigger.'),
+    trigger_event_prompt: z.string().min(1).max(2000).optional().describe('The triggering event described in words.'),
+    trigger_cooldown_hours: z.number().int().min(1).max(8760).optional().describe('For trigger (default 24).'),
+    action_url: z.string().url().max(2048).optional().describe('URL opened when the notification is tapped.'),
+  },
+  output: {
+    campaign_id: z.string(),
+    name: z.string(),
+    status: z.enum(['scheduled', 'live', 'paused', 'sent']),
+    audience: z.object({ id: z.string(), user_count: z.number(), auto_created: z.boolean() }).nullable(),
+    trigger: z
+      .object({
+        event_name: z.string(),
+        match_method: z.enum(['exact', 'fuzzy', 'llm']),
+        available_events_count: z.number(),
+      })
+      .nullable(),
+    scheduled_at: z.string().nullable(),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  writes: true,
+  async run({ app_id, ...input }, { ctx, principal }) {
+    const app = await appForMcpKey(ctx.db, principal, app_id);
+    const created = await createCampaign(ctx, app, input);
+    return {
+      campaign_id: created.campaign.id,
+      name: created.campaign.name,
+      status: created.campaign.status,
+      audience: created.audience,
+      trigger: created.trigger,
+      scheduled_at: created.campaign.scheduled_at ? created.campaign.scheduled_at.toISOString() : null,
+    };
+  },
+  summary: (r) => `Campaign ${r.campaign_id} created (status ${r.status}).`,
+});
