@@ -143,6 +143,7 @@ const envSchema = z.object({
   NODE_ENV: z.string().default('production'),
   ANALYTICS_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   EMBEDDED_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
+  CAMPAIGN_WORKERS: z.enum(['on', 'off']).default('on'),
 });
 
 export interface Config {
@@ -172,6 +173,8 @@ export interface Config {
   readonly analyticsQueryTimeoutMs: number;
   /** Time cap of every sandbox query in embedded mode, where the query is stopped by restarting the database thread. */
   readonly embeddedQueryTimeoutMs: number;
+  /** Whether this instance runs the campaign jobs (scheduler, triggers, sends); `CAMPAIGN_WORKERS=off` leaves them to others. */
+  readonly campaignWorkers: boolean;
   /** Validate responses against the contract and fail on drift (tests); otherwise drift is logged. */
   readonly strictResponses: boolean;
 }
@@ -206,6 +209,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     analyticsQueryTimeoutMs: e.ANALYTICS_QUERY_TIMEOUT_MS,
     embeddedQueryTimeoutMs: e.EMBEDDED_QUERY_TIMEOUT_MS,
+    campaignWorkers: e.CAMPAIGN_WORKERS === 'on',
     strictResponses: e.NODE_ENV === 'test',
   });
 }

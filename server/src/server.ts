@@ -29,7 +29,13 @@ export interface RunningServer {
 export async function startServer(
   config: Config,
   logger: Logger,
-  options: { database?: Database; clock?: () => Date; writeCredentialsFile?: boolean } = {},
+  options: {
+    database?: Database;
+    clock?: () => Date;
+    writeCredentialsFile?: boolean;
+    /** Which jobs this instance works (all by default; tests on a moved clock keep to their own). */
+    jobs?: (name: string) => boolean;
+  } = {},
 ): Promise<RunningServer> {
   const database =
     options.database ??
@@ -63,8 +69,9 @@ export async function startServer(
       if (wakeQueued) return;
       wakeQueued = true;
       jobs
-        .runNow(CAMPAIGN_TRIGGERS)
-        .catch((err) => logger.warn({ err: (err as Error).message }, 'could not queue the trigger worker'))
+        .wake(CAMPAIGN_TRIGGERS)
+        // the minute scheduler drains the outbox anyway
+        .catch((err) => logger.debug({ err: (err as Error).message }, 'could not wake the trigger worker'))
         .finally(() => {
           wakeQueued = false;
         });
@@ -80,9 +87,11 @@ export async function startServer(
     llm: createLlm(config),
     sandbox: database.sandbox,
   };
-  await jobs.start(jobDefinitions(database, clock, { ctx: jobContext, linkBase: () => links.base }));
+  const engine = config.campaignWorkers ? { ctx: jobContext, linkBase: () => links.base } : undefined;
+  const keep = options.jobs ?? (() => true);
+  await jobs.start(jobDefinitions(database, clock, engine).filter((job) => keep(job.name)));
   // The embedded database keeps no statistics of its own: gather them once at start.
-  if (database.kind === 'pglite') await jobs.runNow(REFRESH_SANDBOX_STATISTICS);
+  if (database.kind === 'pglite' && keep(REFRESH_SANDBOX_STATISTICS)) await jobs.runNow(REFRESH_SANDBOX_STATISTICS);
   const app = createApp({ config, database, logger, clock, ingestor });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));

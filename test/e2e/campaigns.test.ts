@@ -1,7 +1,10 @@
 // Campaigns on a clock the test moves: each schedule type, cron across a daylight-saving change,
 // the audience evaluated at each occurrence, slipping away once per inactive stretch, trigger
 // cooldown and stale events, the frequency cap, quiet hours, opt-out, pause and resume, and the
-// erasure hook that cancels queued sends. Pushes go to a local WonderPush-speaking server.
+// erasure hook that cancels queued sends; a trigger campaign end to end (the event in, the push out),
+// and GET /v1/notifications/campaigns/{id} for a campaign and a /sendpush deliveryId, with counts
+// and rates worked out by hand. Pushes go to local servers speaking the providers' APIs. The server
+// is the run's only one with campaign workers; its clock moves with real time from where it is set.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelQueuedCampaignSends } from '../../server/src/storage/campaign-sends.js';
 import {
@@ -10,11 +13,13 @@ import {
   createCampaign,
   detail,
   drainTriggers,
+  refusingReceiver,
   startClockedServer,
   tick,
   useWonderPush,
   wonderPush,
 } from '../helpers/campaigns.js';
+import { HOOK_SECRET, WP_TOKEN } from '../helpers/push-setup.js';
 import type { Tenant } from '../helpers/server.js';
 
 type Fake = Awaited<ReturnType<typeof wonderPush>>;
@@ -79,8 +84,8 @@ describe('one-shot campaigns', () => {
   });
 
   it('sends a `now` campaign at the next run, as one batch per text', async () => {
+    const from = wp.calls.length; // before creating: the minute schedule may run it at once
     const created = await createCampaign(c, t.app.id, { schedule_type: 'now', message: 'Sale today' });
-    const from = wp.calls.length;
     await tick(c);
     expect(wp.calls.slice(from)).toHaveLength(1);
     expect(wp.calls[from]!.users.sort()).toEqual(['ann', 'bob']);
@@ -166,8 +171,8 @@ describe('slipping away', () => {
     };
     await event('idle', '2026-03-20T10:00:00Z');
     await event('busy', '2026-03-31T10:00:00Z');
-    const created = await createCampaign(c, t.app.id, { schedule_type: 'slipping_away', inactivity_days: 7 });
     const from = wp.calls.length;
+    const created = await createCampaign(c, t.app.id, { schedule_type: 'slipping_away', inactivity_days: 7 });
     await tick(c);
     expect(reachedSince(from)).toEqual(['idle']);
     expect((await detail(c, created.campaign_id)).status).toBe('live');
@@ -282,5 +287,127 @@ describe('protections', () => {
       body: { push_quiet_hours: '08:00-08:00' },
     });
     expect(bad.response.status).toBe(400);
+  });
+});
+
+describe('trigger campaign end to end', () => {
+  it('pushes after the triggering event is ingested', async () => {
+    const wp = await wonderPush();
+    try {
+      const t = await c.server.createTenant();
+      await c.admin.adminPushConfigure({
+        path: { app_id: t.app.id },
+        body: { provider: 'wonderpush', access_token: WP_TOKEN, base_url: wp.baseUrl },
+      });
+      await t.client.usersUpsert({ body: { user_id: 'shopper', properties: { first_name: 'Lee' } } });
+      const created = await c.admin.adminCampaignsCreate({
+        path: { app_id: t.app.id },
+        body: {
+          name: 'thanks',
+          title: 'Thank you',
+          message: 'Thanks for your order, {{first_name}}!',
+          schedule_type: 'trigger',
+          trigger_event_name: 'order_placed',
+        },
+      });
+      expect(created.error).toBeUndefined();
+      const started = Date.now();
+      const tracked = await t.client.eventsTrack({ body: { user_id: 'shopper', event_name: 'order_placed' } });
+      expect(tracked.error).toBeUndefined();
+      // generous bound: the worker is woken after the commit, pg-boss polls every 2 s
+      while (wp.calls.length === 0 && Date.now() - started < 60_000) await new Promise((r) => setTimeout(r, 25));
+      const delay = Date.now() - started;
+      expect(wp.calls).toHaveLength(1);
+      expect(wp.calls[0]).toMatchObject({ users: ['shopper'], text: 'Thanks for your order, Lee!' });
+      console.log(`trigger campaign: push received ${delay} ms after the event was sent (${c.server.db.kind})`);
+    } finally {
+      await wp.close();
+    }
+  });
+});
+
+describe('GET /v1/notifications/campaigns/{campaign_id}', () => {
+  it('reports a campaign and a /sendpush delivery, and nothing of another app', async () => {
+    const hook = await refusingReceiver('carl');
+    try {
+      const t = await c.server.createTenant();
+      await c.admin.adminPushConfigure({
+        path: { app_id: t.app.id },
+        body: { provider: 'webhook', webhook_url: hook.url, webhook_secret: HOOK_SECRET },
+      });
+      for (const id of ['ada', 'ben', 'carl']) await t.client.usersUpsert({ body: { user_id: id } });
+      const created = await c.admin.adminCampaignsCreate({
+        path: { app_id: t.app.id },
+        body: {
+          name: 'launch',
+          title: 'New',
+          message: 'Have a look',
+          schedule_type: 'now',
+          action_url: 'https://shop.example/new',
+        },
+      });
+      const id = created.data!.campaign_id;
+      const before = await t.client.pushCampaignStatus({ path: { campaign_id: id } });
+      expect(before.data).toMatchObject({ status: 'pending', campaign_status: 'scheduled', sent_at: null });
+      await tick(c);
+      expect(hook.seen.map((s) => s.user_id).sort()).toEqual(['ada', 'ben', 'carl']);
+      // ada opens the link, then buys within 24 hours (an event carrying revenue is a conversion)
+      const ada = hook.seen.find((s) => s.user_id === 'ada')!;
+      const click = await fetch(ada.action_url!, { redirect: 'manual' });
+      expect(click.status).toBe(302);
+      await t.client.eventsTrack({ body: { user_id: 'ada', event_name: 'purchase', properties: { revenue: 30 } } });
+
+      const status = await t.client.pushCampaignStatus({ path: { campaign_id: id } });
+      expect(status.error).toBeUndefined();
+      // 3 attempted: 2 accepted (webhook 2xx = delivered), 1 refused; 1 click
+      expect(status.data).toMatchObject({
+        campaign_id: id,
+        status: 'completed',
+        campaign_status: 'sent',
+        stats: { total_recipients: 3, sent: 2, delivered: 2, opened: 1, clicked: 1, failed: 1, pending: 0, unknown: 0 },
+        rates: { delivery_rate: 1, open_rate: 0.5, click_rate: 0.5 },
+      });
+      expect(status.data!.sent_at).not.toBeNull();
+      expect(status.data!.completed_at).not.toBeNull();
+      // the MCP detail: percentages
+      const detail = await c.admin.adminCampaignsGet({ path: { campaign_id: id } });
+      expect(detail.data!.stats).toEqual({
+        sent: 2,
+        delivered: 2,
+        clicked: 1,
+        converted: 1,
+        delivery_rate: 100,
+        click_rate: 50,
+        conversion_rate: 50,
+      });
+      expect(detail.data!.performance.best_performing_segment).toBe('all users');
+      expect(detail.data!.performance.avg_delivery_time).toMatch(/^\d+\.\ds$/);
+      expect(detail.data!.performance.peak_delivery_hour).toMatch(/^\d\d:00$/);
+
+      // a /sendpush delivery is a campaign of one
+      const sent = await t.client.pushSend({
+        body: { user_id: 'ben', title: 'Hi', message: 'Direct', action_url: 'https://shop.example/x' },
+      });
+      const deliveryId = sent.data!.deliveryId;
+      await fetch(`${c.server.url}/v1/r/${deliveryId}`, { redirect: 'manual' });
+      const one = await t.client.pushCampaignStatus({ path: { campaign_id: deliveryId } });
+      expect(one.data).toMatchObject({
+        campaign_id: deliveryId,
+        status: 'completed',
+        campaign_status: null,
+        stats: { total_recipients: 1, sent: 1, delivered: 1, clicked: 1, failed: 0 },
+        rates: { delivery_rate: 1, open_rate: 1, click_rate: 1 },
+      });
+
+      // another app's ids, unknown ids, and a campaign's own delivery id are all 404
+      const other = await c.server.createTenant();
+      for (const foreign of [id, deliveryId, '00000000-0000-7000-8000-000000000000', 'nope', ada.delivery_id]) {
+        const client = foreign === ada.delivery_id ? t.client : other.client;
+        const r = await client.pushCampaignStatus({ path: { campaign_id: foreign } });
+        expect(r.response.status, foreign).toBe(404);
+      }
+    } finally {
+      await hook.close();
+    }
   });
 });

@@ -17,22 +17,28 @@ export interface Clocked {
   now(): Date;
 }
 
+/**
+ * The run's one server with campaign workers (servers of a run share the PostgreSQL job queue), on
+ * a clock that moves with real time from wherever the test sets it.
+ */
 export async function startClockedServer(start: string): Promise<Clocked> {
-  let now = new Date(start);
+  let offset = new Date(start).getTime() - Date.now();
+  const now = () => new Date(Date.now() + offset);
   const server = await startTestServer(
-    { SECRET_KEY, PUSH_ENDPOINT_ALLOWLIST: '127.0.0.1' },
-    { clock: () => new Date(now.getTime()) },
+    { SECRET_KEY, PUSH_ENDPOINT_ALLOWLIST: '127.0.0.1', CAMPAIGN_WORKERS: 'on' },
+    // only the campaign jobs: the others (dedup purge...) would run on this moved clock
+    { clock: now, jobs: (name) => name.startsWith('campaign-') },
   );
   return {
     server,
     admin: createTallyClient({ baseUrl: server.url, adminToken: server.config.adminToken }),
     set(at) {
-      now = new Date(at);
+      offset = new Date(at).getTime() - Date.now();
     },
     advance(ms) {
-      now = new Date(now.getTime() + ms);
+      offset += ms;
     },
-    now: () => new Date(now.getTime()),
+    now,
   };
 }
 
@@ -48,10 +54,35 @@ export async function runJob(server: TestServer, name: string): Promise<void> {
   throw new Error(`job ${name} did not finish`);
 }
 
+/**
+ * Waits until no campaign job is queued or running and no send is in flight: the minute schedule
+ * may have started a run of its own at the same moment as the test's.
+ */
+async function settle(c: Clocked): Promise<void> {
+  const knex = c.server.db.knex;
+  for (let i = 0; i < 600; i++) {
+    const { rows } = await knex.raw(
+      `select (select count(*) from pgboss.job where name in (?, ?) and state in ('created', 'active', 'retry')
+                 and start_after <= now()) as jobs,
+              (select count(*) from campaign_sends where status = 'sending') as sending`,
+      [CAMPAIGN_TICK, CAMPAIGN_TRIGGERS],
+    );
+    if (Number(rows[0].jobs) === 0 && Number(rows[0].sending) === 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** One run of the campaign scheduler (due campaigns, triggers, queued sends), awaited. */
-export const tick = (c: Clocked) => runJob(c.server, CAMPAIGN_TICK);
+export async function tick(c: Clocked): Promise<void> {
+  await runJob(c.server, CAMPAIGN_TICK);
+  await settle(c);
+}
+
 /** One run of the trigger worker, awaited. */
-export const drainTriggers = (c: Clocked) => runJob(c.server, CAMPAIGN_TRIGGERS);
+export async function drainTriggers(c: Clocked): Promise<void> {
+  await runJob(c.server, CAMPAIGN_TRIGGERS);
+  await settle(c);
+}
 
 /** A WonderPush-speaking server recording each call's target users and text. */
 export async function wonderPush() {
@@ -120,4 +151,24 @@ export async function detail(c: Clocked, id: string) {
   const { data, error } = await c.admin.adminCampaignsGet({ path: { campaign_id: id } });
   expect(error).toBeUndefined();
   return data!;
+}
+
+/** A webhook receiver that accepts every push except those for the user `refuse` (500). */
+export async function refusingReceiver(refuse: string) {
+  const seen: { user_id: string; action_url: string | null; delivery_id: string }[] = [];
+  const s = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      seen.push(body);
+      res.writeHead(body.user_id === refuse ? 500 : 200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(s.address() as AddressInfo).port}/hook`,
+    seen,
+    close: () => new Promise<void>((r) => s.close(() => r())),
+  };
 }

@@ -27,7 +27,16 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
     cwd: root,
-    env: { ...process.env, NODE_ENV: 'production', RATE_LIMITS: 'off', LOG_LEVEL: 'warn', PORT: String(port), ...env },
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      RATE_LIMITS: 'off',
+      LOG_LEVEL: 'warn',
+      PORT: String(port),
+      // the campaign tests' server alone works campaign jobs on a shared database (test/helpers/server.ts)
+      CAMPAIGN_WORKERS: 'off',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -64,7 +64,7 @@ export interface TestServer {
  */
 export async function startTestServer(
   env: Record<string, string> = {},
-  options: { database?: Database; clock?: () => Date } = {},
+  options: { database?: Database; clock?: () => Date; jobs?: (name: string) => boolean } = {},
 ): Promise<TestServer> {
   const db = options.database ?? (await openTestDatabase());
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-test-'));
@@ -78,12 +78,16 @@ export async function startTestServer(
     // Tests run on busy shared machines: the embedded time cap (2 s by default) is set by the
     // tests that are about it, and generous elsewhere.
     EMBEDDED_QUERY_TIMEOUT_MS: '15000',
+    // Servers of a run share one PostgreSQL database and its job queue: only the campaign tests'
+    // server (CAMPAIGN_WORKERS=on, one at a time) runs campaign jobs, on its own clock.
+    CAMPAIGN_WORKERS: 'off',
     ...env,
   });
   const running = await startServer(config, createLogger(config.logLevel), {
     database: db,
     writeCredentialsFile: false,
     clock: options.clock,
+    jobs: options.jobs,
   });
   const clientFor = (apiKey?: string) => createTallyClient({ baseUrl: running.url, apiKey });
   return {

@@ -18,6 +18,17 @@ export interface JobDefinition<T extends object = object> {
 
 export const JOB_SCHEMA = 'pgboss';
 
+async function retryOnDeadlock<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if ((err as { code?: string })?.code !== '40P01' || attempt >= 5) throw err;
+      await new Promise((r) => setTimeout(r, 50 * attempt + Math.random() * 100));
+    }
+  }
+}
+
 export class JobRunner {
   private boss: PgBoss | null = null;
   private definitions = new Map<string, JobDefinition>();
@@ -43,8 +54,9 @@ export class JobRunner {
     for (const job of jobs) {
       if (job.when && !job.when(this.database)) continue;
       this.definitions.set(job.name, job as JobDefinition);
-      await boss.createQueue(job.name);
-      if (job.cron) await boss.schedule(job.name, job.cron, {}, { tz: 'UTC' });
+      // Instances starting together on one database can deadlock on pg-boss's queue DDL: retry.
+      await retryOnDeadlock(() => boss.createQueue(job.name));
+      if (job.cron) await retryOnDeadlock(() => boss.schedule(job.name, job.cron!, {}, { tz: 'UTC' }));
       await boss.work(
         job.name,
         { pollingIntervalSeconds: this.options.pollingIntervalSeconds ?? 2, batchSize: 1 },
@@ -74,6 +86,11 @@ export class JobRunner {
     const id = await this.running().send(name, data);
     if (!id) throw new Error(`The job ${name} was not queued.`);
     return id;
+  }
+
+  /** Queues a job for whichever instance works its queue (this one may not); returns its id or null. */
+  async wake(name: string): Promise<string | null> {
+    return this.running().send(name, {});
   }
 
   /** The state of one queued job (created, active, completed, failed...). */

@@ -101,16 +101,15 @@ export async function deliverSends(
     prepared = await prepareProvider(ctx, app);
   } catch (err) {
     ctx.logger.warn({ app_id: app.id, campaign_id: campaign.id, err: (err as Error).message }, 'campaign not sent');
-    await finishSends(
-      ctx.db,
-      app.id,
-      recipients.map((r) => r.send.id),
-      {
-        status: 'skipped',
-        reason: 'push_not_configured',
-        updated_at: now,
-      },
-    );
+    const ids = recipients.map((r) => r.send.id);
+    if ((err as { code?: string }).code === 'PUSH_NOT_CONFIGURED') {
+      await finishSends(ctx.db, app.id, ids, { status: 'skipped', reason: 'push_not_configured', updated_at: now });
+    } else {
+      // Secrets that do not open here (SECRET_KEY unset or changed): try again in five minutes,
+      // on this instance once an operator fixed it, or on another one.
+      const later = new Date(now.getTime() + 5 * 60_000);
+      await finishSends(ctx.db, app.id, ids, { status: 'queued', not_before: later, updated_at: now });
+    }
     return;
   }
   const byText = new Map<string, Recipient[]>();
