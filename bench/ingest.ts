@@ -48,7 +48,7 @@ export async function scratchDatabase(adminUrl: string): Promise<{ url: string; 
 
 async function tally(
   databaseUrl?: string,
-): Promise<{ url: string; apiKey: string; child: ChildProcess; dataDir: string }> {
+): Promise<{ url: string; apiKey: string; appId: string; adminToken: string; child: ChildProcess; dataDir: string }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-'));
   const port = 30000 + Math.floor(Math.random() * 20000);
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
@@ -73,7 +73,7 @@ async function tally(
     await new Promise((r) => setTimeout(r, 200));
   }
   const creds = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8'));
-  return { url, apiKey: creds.api_key, child, dataDir };
+  return { url, apiKey: creds.api_key, appId: creds.app_id, adminToken: creds.admin_token, child, dataDir };
 }
 
 function event(i: number) {
@@ -90,6 +90,23 @@ export async function benchIngest(label: string, adminDatabaseUrl?: string) {
 
   const server = await tally(databaseUrl);
   const auth = { authorization: `Bearer ${server.apiKey}` };
+  // BENCH_TRIGGER_EVENT=name: the app has a trigger campaign on that event name first, so every
+  // ingestion transaction also runs the trigger outbox statement (and `purchase` fires it).
+  const trigger = process.env.BENCH_TRIGGER_EVENT;
+  if (trigger) {
+    const created = await fetch(`${server.url}/admin/v1/apps/${server.appId}/campaigns`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'bench',
+        title: 't',
+        message: 'm',
+        schedule_type: 'trigger',
+        trigger_event_name: trigger,
+      }),
+    });
+    if (!created.ok) throw new Error(`could not create the trigger campaign: ${created.status}`);
+  }
   const events = await runLoad({
     url: `${server.url}/v1/events`,
     body: single,
@@ -111,7 +128,7 @@ export async function benchIngest(label: string, adminDatabaseUrl?: string) {
   await scratch?.drop();
 
   return {
-    label,
+    label: trigger ? `${label}, trigger campaign on ${trigger}` : label,
     baseline_req_per_s: Math.round(baseline.perSecond),
     events_req_per_s: Math.round(events.perSecond),
     events_ratio_to_baseline: +(events.perSecond / baseline.perSecond).toFixed(3),

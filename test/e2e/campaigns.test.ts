@@ -19,6 +19,7 @@ import {
   useWonderPush,
   wonderPush,
 } from '../helpers/campaigns.js';
+import { type FakeOpenAi, startFakeOpenAi } from '../helpers/fake-openai.js';
 import { HOOK_SECRET, WP_TOKEN } from '../helpers/push-setup.js';
 import type { Tenant } from '../helpers/server.js';
 
@@ -29,11 +30,25 @@ const fakes: Fake[] = [];
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
+let llm: FakeOpenAi;
+/** Text requests (push text) the language model received. */
+const textRequests = () => llm.requests.filter((r) => !r.response_format);
+
 beforeAll(async () => {
-  c = await startClockedServer('2026-03-07T12:00:00Z');
+  // The language model: picks `checkout_completed` for "the customer paid", nothing otherwise;
+  // writes every push text as "Big sale today".
+  llm = await startFakeOpenAi((req) => {
+    if (req.response_format?.json_schema?.name === 'trigger_event') {
+      const asked = req.messages.at(-1)!.content;
+      return JSON.stringify({ event_name: asked.includes('the customer paid') ? 'checkout_completed' : null });
+    }
+    return 'Big sale today';
+  });
+  c = await startClockedServer('2026-03-07T12:00:00Z', { LLM_BASE_URL: llm.baseUrl, LLM_API_KEY: 'test' });
 });
 afterAll(async () => {
   await c?.server.close();
+  await llm?.close();
   for (const f of fakes) await f.close();
 });
 
@@ -85,13 +100,34 @@ describe('one-shot campaigns', () => {
 
   it('sends a `now` campaign at the next run, as one batch per text', async () => {
     const from = wp.calls.length; // before creating: the minute schedule may run it at once
-    const created = await createCampaign(c, t.app.id, { schedule_type: 'now', message: 'Sale today' });
+    const created = await createCampaign(c, t.app.id, {
+      schedule_type: 'now',
+      message: 'Sale today',
+      action_url: 'https://shop.example/sale',
+    });
     await tick(c);
     expect(wp.calls.slice(from)).toHaveLength(1);
     expect(wp.calls[from]!.users.sort()).toEqual(['ann', 'bob']);
+    // one call, one tracked link for the batch; a click on it counts for the campaign
+    const link = wp.calls[from]!.url!;
+    expect(link).toMatch(/\/v1\/r\/[0-9a-f-]{36}$/);
+    const click = await fetch(link, { redirect: 'manual' });
+    expect(click.status).toBe(302);
+    expect(click.headers.get('location')).toBe('https://shop.example/sale');
     const d = await detail(c, created.campaign_id);
     expect(d.status).toBe('sent');
-    expect(d.stats).toMatchObject({ sent: 2, delivered: 2, delivery_rate: 100 });
+    expect(d.stats).toMatchObject({ sent: 2, delivered: 2, clicked: 1, delivery_rate: 100, click_rate: 50 });
+    const status = await t.client.pushCampaignStatus({ path: { campaign_id: created.campaign_id } });
+    expect(status.data).toMatchObject({ status: 'completed', stats: { total_recipients: 2, clicked: 1 } });
+  });
+
+  it('writes a prompt campaign text once per occurrence, whatever the number of recipients', async () => {
+    const from = wp.calls.length;
+    const before = textRequests().length;
+    await createCampaign(c, t.app.id, { schedule_type: 'now', message: undefined, prompt: 'Announce the sale' });
+    await tick(c);
+    expect(textRequests().length - before).toBe(1);
+    expect(wp.calls.slice(from).map((x) => [x.text, x.users.sort()])).toEqual([['Big sale today', ['ann', 'bob']]]);
   });
 
   it('refuses inconsistent schedules', async () => {
@@ -236,6 +272,15 @@ describe('trigger campaigns', () => {
     expect(created.trigger).toEqual({
       event_name: 'checkout_completed',
       match_method: 'fuzzy',
+      available_events_count: 3,
+    });
+    const chosen = await createCampaign(c, t.app.id, {
+      schedule_type: 'trigger',
+      trigger_event_prompt: 'when the customer paid',
+    });
+    expect(chosen.trigger).toEqual({
+      event_name: 'checkout_completed',
+      match_method: 'llm',
       available_events_count: 3,
     });
     const none = await c.admin.adminCampaignsCreate({

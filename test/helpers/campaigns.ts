@@ -21,11 +21,11 @@ export interface Clocked {
  * The run's one server with campaign workers (servers of a run share the PostgreSQL job queue), on
  * a clock that moves with real time from wherever the test sets it.
  */
-export async function startClockedServer(start: string): Promise<Clocked> {
+export async function startClockedServer(start: string, env: Record<string, string> = {}): Promise<Clocked> {
   let offset = new Date(start).getTime() - Date.now();
   const now = () => new Date(Date.now() + offset);
   const server = await startTestServer(
-    { SECRET_KEY, PUSH_ENDPOINT_ALLOWLIST: '127.0.0.1', CAMPAIGN_WORKERS: 'on' },
+    { SECRET_KEY, PUSH_ENDPOINT_ALLOWLIST: '127.0.0.1', CAMPAIGN_WORKERS: 'on', ...env },
     // only the campaign jobs: the others (dedup purge...) would run on this moved clock
     { clock: now, jobs: (name) => name.startsWith('campaign-') },
   );
