@@ -340,6 +340,77 @@ describe('tally seed-demo', () => {
   });
 });
 
+describe('tally campaigns', () => {
+  it('creates, lists, shows, pauses and resumes campaigns, and sets the campaign protections', async () => {
+    const app = await newApp();
+    const created = await json(
+      'campaigns',
+      'create',
+      app.app_id,
+      '--name',
+      'Welcome back',
+      '--title',
+      'We miss you',
+      '--message',
+      'Come back {{first_name}}',
+      '--schedule-type',
+      'trigger',
+      '--trigger-event-name',
+      'cart_abandoned',
+      '--trigger-cooldown-hours',
+      '48',
+    );
+    expect(created).toMatchObject({
+      name: 'Welcome back',
+      status: 'scheduled',
+      audience: null,
+      trigger: { event_name: 'cart_abandoned', match_method: 'exact', available_events_count: 0 },
+    });
+    const now = await json(
+      'campaigns',
+      'create',
+      app.app_id,
+      '--name',
+      'n',
+      '--title',
+      't',
+      '--message',
+      'm',
+      '--schedule-type',
+      'now',
+    );
+    expect(now.status).toBe('scheduled');
+    const list = await json('campaigns', 'list', app.app_id);
+    expect(list.items.map((c: { id: string }) => c.id)).toEqual([now.campaign_id, created.campaign_id]);
+    const shown = await json('campaigns', 'show', created.campaign_id);
+    expect(shown).toMatchObject({
+      id: created.campaign_id,
+      trigger_event: 'cart_abandoned',
+      stats: { sent: 0, delivery_rate: 0 },
+    });
+    expect((await json('campaigns', 'pause', created.campaign_id)).status).toBe('paused');
+    const again = await tally('campaigns', 'pause', created.campaign_id);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain('CONFLICT');
+    expect((await json('campaigns', 'resume', created.campaign_id)).status).toBe('scheduled');
+    const human = await tally('campaigns', 'show', created.campaign_id);
+    expect(human.stdout).toContain('cart_abandoned');
+
+    const updated = await json(
+      'apps',
+      'update',
+      app.app_id,
+      '--push-frequency-cap',
+      '1',
+      '--push-quiet-hours',
+      '21:30-07:00',
+    );
+    expect(updated).toMatchObject({ push_frequency_cap_per_day: 1, push_quiet_hours: '21:30-07:00' });
+    const cleared = await json('apps', 'update', app.app_id, '--push-quiet-hours', 'none');
+    expect(cleared.push_quiet_hours).toBeNull();
+  });
+});
+
 describe('errors', () => {
   it('prints the server message and code on stderr and exits non-zero', async () => {
     const unknown = '01900000-0000-7000-8000-000000000000';
