@@ -125,12 +125,18 @@ export const linkSendDelivery = (db: Knex, appId: string, id: string, deliveryId
 
 /**
  * The privacy erasure calls this in its transaction: the user's campaign sends that are queued
- * (waiting for quiet hours to end, or not yet picked up) are cancelled; returns how many.
+ * (waiting for quiet hours to end, or not yet picked up) are cancelled, and the user's trigger
+ * occurrences not yet read from the outbox are dropped; returns how many sends were cancelled.
  */
-export const cancelQueuedCampaignSends = (db: Knex, appId: string, userId: string): Promise<number> =>
-  db('campaign_sends')
-    .where({ app_id: appId, user_id: userId, status: 'queued' })
-    .update({ status: 'cancelled', reason: 'erased', updated_at: db.fn.now() });
+export async function cancelQueuedCampaignSends(db: Knex, appId: string, userId: string): Promise<number> {
+  const result = await db.raw(
+    `with dropped as (delete from campaign_trigger_outbox where app_id = ? and user_id = ?)
+     update campaign_sends set status = 'cancelled', reason = 'erased', updated_at = now()
+     where app_id = ? and user_id = ? and status = 'queued'`,
+    [appId, userId, appId, userId],
+  );
+  return result.rowCount ?? 0;
+}
 
 export interface BatchRow {
   id: string;
