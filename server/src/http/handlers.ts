@@ -11,6 +11,7 @@ import { identityHandlers } from './identity.js';
 import { mcpAnalyticsHandlers } from './mcp-analytics.js';
 import { mcpResourceHandlers } from './mcp-resources.js';
 import { type HandlerTable, NOT_BUILT } from './operations.js';
+import { privacyHandlers } from './privacy.js';
 import { pushHandlers } from './push.js';
 import { userHandlers } from './users.js';
 import { websiteHandlers } from './website.js';
@@ -25,15 +26,13 @@ const notBuilt = {
   // MCP campaign resources (built with campaigns, issue 15)
   Mcp_listCampaigns: NOT_BUILT,
   Mcp_getCampaign: NOT_BUILT,
-  // erasure and export (issue 19)
-  Users_erase: NOT_BUILT,
-  Users_export: NOT_BUILT,
 } as const;
 
 export function handlers(ctx: ServiceContext): HandlerTable {
   const built = {
     ...eventHandlers(ctx),
     ...userHandlers(ctx),
+    ...privacyHandlers(ctx),
     ...audienceHandlers(ctx),
     ...mcpResourceHandlers(ctx),
     ...mcpAnalyticsHandlers(ctx),

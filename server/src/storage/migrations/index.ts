@@ -12,6 +12,7 @@ import * as m008 from './008-sandbox-login.js';
 import * as m009 from './009-identity.js';
 import * as m011 from './011-segments-v2.js';
 import * as m013 from './013-mcp-sessions.js';
+import * as m015 from './015-privacy.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001-tenancy': m001,
@@ -25,6 +26,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '009-identity': m009,
   '011-segments-v2': m011,
   '013-mcp-sessions': m013,
+  '015-privacy': m015,
 };
 
 const source: Knex.MigrationSource<string> = {
