@@ -80,7 +80,11 @@ export const reply = {
    * The operation's JSON body written piece by piece as `chunks` yields it (the pieces must
    * concatenate to the body); an error after the first piece cuts the response short.
    */
-  stream: (type: string, chunks: AsyncGenerator<string, void, undefined>, headers: Record<string, string> = {}): Reply => ({
+  stream: (
+    type: string,
+    chunks: AsyncGenerator<string, void, undefined>,
+    headers: Record<string, string> = {},
+  ): Reply => ({
     [REPLY]: async (res) => {
       res.set(headers);
       res.status(200).type(type);

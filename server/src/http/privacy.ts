@@ -22,7 +22,9 @@ const NO_STORE = { 'Cache-Control': 'no-store' };
 
 export function privacyHandlers(
   ctx: ServiceContext,
-): Handlers<'Users_erase' | 'Users_export' | 'AdminPrivacy_eraseUser' | 'AdminPrivacy_exportUser' | 'AdminPrivacy_audit'> {
+): Handlers<
+  'Users_erase' | 'Users_export' | 'AdminPrivacy_eraseUser' | 'AdminPrivacy_exportUser' | 'AdminPrivacy_audit'
+> {
   return {
     Users_erase: async ({ path }, request) => ({
       success: true,

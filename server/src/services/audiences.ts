@@ -10,9 +10,9 @@ import { LlmError } from '../llm/index.js';
 import {
   type AudienceRow,
   countAudiences,
-  listAudienceIds,
   findAudience,
   insertAudience,
+  listAudienceIds,
   listAudiences,
   type QueryMethod,
   updateAudienceCount,

@@ -55,10 +55,10 @@ export async function refreshEventDefinitions(db: Knex, appId: string, names: st
        and not exists (select 1 from events e where e.app_id = d.app_id and e.event_name = d.event_name)`,
     [appId, names],
   );
-  await db.raw(
-    `delete from event_daily_counts where app_id = ?::uuid and event_name = any(?::text[]) and count <= 0`,
-    [appId, names],
-  );
+  await db.raw(`delete from event_daily_counts where app_id = ?::uuid and event_name = any(?::text[]) and count <= 0`, [
+    appId,
+    names,
+  ]);
 }
 
 /** The user's rows in one table, deleted; returns how many. */
@@ -77,6 +77,7 @@ export const deleteUserRow = (db: Knex, appId: string, userId: string): Promise<
 
 /** Marks the app's audience counts stale, so that the next read counts them again. */
 export async function markAudienceCountsStale(db: Knex, appId: string): Promise<void> {
-  await db('audiences').where({ app_id: appId }).update({ counted_at: new Date(0) });
+  await db('audiences')
+    .where({ app_id: appId })
+    .update({ counted_at: new Date(0) });
 }
-
