@@ -51,7 +51,7 @@ export async function startServer(
   await database.sandbox.confinement();
   const clock = options.clock ?? (() => new Date());
   const jobs = new JobRunner(database, logger);
-  await jobs.start(jobDefinitions(database, clock));
+  await jobs.start(jobDefinitions(database, clock, logger));
   // The embedded database keeps no statistics of its own: gather them once at start.
   if (database.kind === 'pglite') await jobs.runNow(REFRESH_SANDBOX_STATISTICS);
   const ingestor = new EventWriter(database.knex, logger);

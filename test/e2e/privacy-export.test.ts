@@ -25,7 +25,7 @@ const BASE = Date.parse('2026-02-01T00:00:00Z');
 
 function validator() {
   const { doc } = loadContract();
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  const ajv = new Ajv2020.default({ strict: false, allErrors: true });
   addFormats.default(ajv);
   return ajv.compile({
     $ref: '#/components/schemas/UserExport',

@@ -1,5 +1,7 @@
 // The jobs Tally runs in the background, on the job runner (jobs/runner.ts).
+import type { Logger } from 'pino';
 import type { Clock } from '../services/context.js';
+import { enforceRetention } from '../services/retention.js';
 import type { Database } from '../storage/db.js';
 import { DEDUP_WINDOW_DAYS, purgeDedupRowsBefore, refreshSandboxStatistics } from '../storage/events.js';
 import { allAppIds } from '../storage/tenancy.js';
@@ -7,9 +9,20 @@ import type { JobDefinition } from './runner.js';
 
 export const PURGE_EVENT_DEDUP = 'purge-event-dedup';
 export const REFRESH_SANDBOX_STATISTICS = 'refresh-sandbox-statistics';
+export const ENFORCE_RETENTION = 'enforce-retention';
 
-export function jobDefinitions(database: Database, clock: Clock): JobDefinition[] {
+export function jobDefinitions(database: Database, clock: Clock, logger?: Logger): JobDefinition[] {
   return [
+    {
+      // Apps with a retention period lose events, visits and deliveries older than it (docs/privacy.md).
+      name: ENFORCE_RETENTION,
+      cron: '41 2 * * *',
+      async run() {
+        for (const outcome of await enforceRetention(database.knex, clock)) {
+          if (outcome.events + outcome.visits + outcome.deliveries > 0) logger?.info(outcome, 'retention applied');
+        }
+      },
+    },
     {
       // insert_id repeats are only recognised for 7 days; older dedup rows serve nothing.
       name: PURGE_EVENT_DEDUP,
