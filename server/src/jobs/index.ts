@@ -17,8 +17,11 @@ export function jobDefinitions(database: Database, clock: Clock, logger?: Logger
       // Apps with a retention period lose events, visits and deliveries older than it (docs/privacy.md).
       name: ENFORCE_RETENTION,
       cron: '41 2 * * *',
-      async run() {
-        for (const outcome of await enforceRetention(database.knex, clock)) {
+      // `now` (ISO 8601) runs it as of that time: any instance sharing the queue may take the run,
+      // so the time travels with it (tests, and operators replaying a missed day).
+      async run(data: { now?: string }) {
+        const at = data.now === undefined ? clock : () => new Date(data.now!);
+        for (const outcome of await enforceRetention(database.knex, at)) {
           if (outcome.events + outcome.visits + outcome.deliveries > 0) logger?.info(outcome, 'retention applied');
         }
       },

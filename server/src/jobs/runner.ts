@@ -43,7 +43,7 @@ export class JobRunner {
     for (const job of jobs) {
       if (job.when && !job.when(this.database)) continue;
       this.definitions.set(job.name, job as JobDefinition);
-      await boss.createQueue(job.name);
+      await retryRace(() => boss.createQueue(job.name));
       if (job.cron) await boss.schedule(job.name, job.cron, {}, { tz: 'UTC' });
       await boss.work(
         job.name,
@@ -90,5 +90,21 @@ export class JobRunner {
     const boss = this.boss;
     this.boss = null;
     await boss?.stop({ graceful: true, close: false, wait: true, timeout: 10_000 });
+  }
+}
+
+/**
+ * Runs a setup step that instances starting at the same moment on one database may race on
+ * (pg-boss creates a queue's table partition): a deadlock or duplicate from the race is retried.
+ */
+async function retryRace<T>(step: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await step();
+    } catch (err) {
+      const code = (err as { code?: string } | null)?.code;
+      if (i >= attempts || (code !== '40P01' && code !== '23505')) throw err;
+      await new Promise((r) => setTimeout(r, 50 * i));
+    }
   }
 }
