@@ -1,7 +1,9 @@
 // Erasure hooks (services/erasure-hooks.ts) run inside the erasure's transaction: their counts are
-// reported as queued_sends_cancelled, and a hook that throws rolls the whole erasure back. And
-// open-ended user ids: any id, on erase or export, never answers 500 and never reaches a user of
-// another tenant.
+// reported as queued_sends_cancelled, and a hook that throws rolls the whole erasure back. Events
+// written while a user is erased never outlive it. Open-ended user ids, on erase or export, never
+// answer 500 and never reach a user of another tenant. The /v1 calls are rate limited as "other"
+// REST calls, the admin ones are not.
+import { createTallyClient } from '@tally/client';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerErasureHook } from '../../server/src/services/erasure-hooks.js';
@@ -79,6 +81,32 @@ describe('erasure hooks', () => {
   });
 });
 
+describe('events racing an erasure', () => {
+  it('either land before it (and are erased) or after it (on a new user), never orphaned', async () => {
+    for (let round = 0; round < 8; round++) {
+      const id = `race-${round}`;
+      await makeUser(a, id);
+      const writes = Array.from({ length: 4 }, () =>
+        a.client.eventsTrack({ body: { user_id: id, event_name: 'race' } }),
+      );
+      const [erased, ...tracked] = await Promise.all([a.client.usersErase({ path: { user_id: id } }), ...writes]);
+      expect(erased.response.status).toBe(200);
+      for (const t of tracked) expect(t.response.status).toBe(200);
+      const erasedEvents = Number(erased.data!.erased.events);
+      const after = await server.db.knex('users').where({ app_id: a.app.id, external_id: id }).first();
+      const left = after ? Number(after.event_count) : 0;
+      expect(erasedEvents + left, id).toBe(2 + 4);
+    }
+    const orphans = await server.db
+      .knex('events as e')
+      .where('e.app_id', a.app.id)
+      .whereNotExists((q) => q.select(1).from('users as u').whereRaw('u.app_id = e.app_id and u.id = e.user_id'))
+      .count('* as n')
+      .first();
+    expect(Number(orphans?.n)).toBe(0);
+  }, 120_000);
+});
+
 describe('odd user ids', () => {
   it('never answer 500 and never reach another tenant', async () => {
     await fc.assert(
@@ -98,4 +126,29 @@ describe('odd user ids', () => {
       { numRuns: 40 },
     );
   }, 120_000);
+});
+
+describe('rate limits', () => {
+  it('count /v1 erase and export as "other" REST calls; the admin twins are not limited', async () => {
+    const limited = await startTestServer({ RATE_LIMITS: JSON.stringify({ other: 2 }) });
+    try {
+      const t = await limited.createTenant();
+      const first = await t.client.usersExport({ path: { user_id: 'nobody' } });
+      expect(first.response.status).toBe(404);
+      expect(first.response.headers.get('x-ratelimit-limit')).toBe('2');
+      expect((await t.client.usersErase({ path: { user_id: 'nobody' } })).response.status).toBe(404);
+      const third = await t.client.usersErase({ path: { user_id: 'nobody' } });
+      expect(third.response.status).toBe(429);
+      expect(third.error).toMatchObject({ code: 'RATE_LIMIT_EXCEEDED' });
+      const admin = createTallyClient({ baseUrl: limited.url, adminToken: limited.config.adminToken });
+      for (let i = 0; i < 4; i++) {
+        const path = { app_id: t.app.id, user_id: 'nobody' };
+        expect((await admin.adminPrivacyEraseUser({ path })).response.status).toBe(404);
+        expect((await admin.adminPrivacyExportUser({ path })).response.status).toBe(404);
+        expect((await admin.adminPrivacyAudit({ path: { app_id: t.app.id } })).response.status).toBe(200);
+      }
+    } finally {
+      await limited.close();
+    }
+  }, 60_000);
 });
