@@ -95,7 +95,13 @@ export async function benchRetention(adminDatabaseUrl: string) {
     await loads(server.url, server.apiKey, 1); // warm-up
     const before = await loads(server.url, server.apiKey, WINDOW * 2);
 
-    const boss = new PgBoss({ connectionString: scratch.url, schema: 'pgboss', supervise: false, schedule: false, migrate: false });
+    const boss = new PgBoss({
+      connectionString: scratch.url,
+      schema: 'pgboss',
+      supervise: false,
+      schedule: false,
+      migrate: false,
+    });
     await boss.start();
     const started = Date.now();
     const id = await boss.send(JOB, {});
