@@ -46,7 +46,7 @@ export async function scratchDatabase(adminUrl: string): Promise<{ url: string; 
   };
 }
 
-async function tally(
+export async function tally(
   databaseUrl?: string,
 ): Promise<{ url: string; apiKey: string; appId: string; adminToken: string; child: ChildProcess; dataDir: string }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-'));
@@ -76,7 +76,7 @@ async function tally(
   return { url, apiKey: creds.api_key, appId: creds.app_id, adminToken: creds.admin_token, child, dataDir };
 }
 
-function event(i: number) {
+export function event(i: number) {
   return { event_name: i % 3 ? 'view' : 'purchase', user_id: `bench-${i % 1000}`, properties: { i, price: 9.99 } };
 }
 

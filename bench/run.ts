@@ -1,9 +1,10 @@
-// `npm run bench [-- ingest|analytics|nl]`: runs the benchmarks and prints their figures as JSON
+// `npm run bench [-- ingest|analytics|nl|retention]`: runs the benchmarks and prints their figures as JSON
 // lines. BENCH_DATABASE_URL (a PostgreSQL server where the benchmarks may create databases) adds
-// the PostgreSQL passes; the analytics benchmark runs only there.
+// the PostgreSQL passes; the analytics and retention benchmarks run only there.
 import { benchAnalytics } from './analytics.js';
 import { benchIngest } from './ingest.js';
 import { benchNl } from './nl.js';
+import { benchRetention } from './retention.js';
 
 const only = process.argv[2];
 const pg = process.env.BENCH_DATABASE_URL;
@@ -13,3 +14,4 @@ if (only === undefined || only === 'ingest') {
 }
 if ((only === undefined || only === 'analytics') && pg) console.log(JSON.stringify(await benchAnalytics(pg)));
 if (only === undefined || only === 'nl') console.log(JSON.stringify(await benchNl()));
+if ((only === undefined || only === 'retention') && pg) console.log(JSON.stringify(await benchRetention(pg)));

@@ -3,6 +3,7 @@
 import { Command } from 'commander';
 import { registerEngagementCommands } from './cli/engagement.js';
 import { registerMigrateCommand, registerSandboxSqlCommand } from './cli/migrate.js';
+import { registerPrivacyCommands } from './cli/privacy.js';
 import { CliError } from './cli/runtime.js';
 import { registerTenancyCommands } from './cli/tenancy.js';
 
@@ -13,6 +14,7 @@ export function buildProgram(): Command {
     .showSuggestionAfterError();
   registerTenancyCommands(program);
   registerEngagementCommands(program);
+  registerPrivacyCommands(program);
   registerMigrateCommand(program);
   registerSandboxSqlCommand(program);
   return program;

@@ -12,6 +12,7 @@ import { JobRunner } from './jobs/runner.js';
 import { createLlm } from './llm/index.js';
 import { bootstrapIfEmpty, type Credentials, writeCredentials } from './services/bootstrap.js';
 import { mayTrigger } from './services/campaign-triggers.js';
+import { registerCampaignErasure } from './services/campaigns.js';
 import type { ServiceContext } from './services/context.js';
 import { type Database, openDatabase } from './storage/db.js';
 import { EventWriter } from './storage/event-writer.js';
@@ -59,6 +60,7 @@ export async function startServer(
   // Set the SQL sandbox up (PostgreSQL) before taking traffic: its first setup alters tables.
   await database.sandbox.confinement();
   const clock = options.clock ?? (() => new Date());
+  registerCampaignErasure();
   const jobs = new JobRunner(database, logger);
   // Ingestion wakes the trigger worker after a commit that wrote outbox rows (at most one queued
   // wake-up at a time; the minute tick catches anything missed).
@@ -89,7 +91,7 @@ export async function startServer(
   };
   const engine = config.campaignWorkers ? { ctx: jobContext, linkBase: () => links.base } : undefined;
   const keep = options.jobs ?? (() => true);
-  await jobs.start(jobDefinitions(database, clock, engine).filter((job) => keep(job.name)));
+  await jobs.start(jobDefinitions(database, clock, logger, engine).filter((job) => keep(job.name)));
   // The embedded database keeps no statistics of its own: gather them once at start.
   if (database.kind === 'pglite' && keep(REFRESH_SANDBOX_STATISTICS)) await jobs.runNow(REFRESH_SANDBOX_STATISTICS);
   const app = createApp({ config, database, logger, clock, ingestor });

@@ -318,9 +318,15 @@ describe('protections', () => {
     await createCampaign(c, t.app.id, { schedule_type: 'now', message: 'Good morning' });
     await tick(c);
     expect(reachedSince(from)).toEqual([]);
-    // the privacy erasure cancels a user's queued sends
-    const user = await c.server.db.knex('users').where({ app_id: t.app.id, external_id: 'erased' }).first();
-    expect(await cancelQueuedCampaignSends(c.server.db.knex, t.app.id, user.id)).toBe(1);
+    // the privacy erasure cancels a user's queued sends (cancelQueuedCampaignSends, its hook)
+    const erased = await t.client.usersErase({ path: { user_id: 'erased' } });
+    expect(erased.data?.erased).toMatchObject({ users: 1, queued_sends_cancelled: 1 });
+    const night = await c.server.db.knex('users').where({ app_id: t.app.id, external_id: 'night' }).first();
+    expect(await cancelQueuedCampaignSends(c.server.db.knex, t.app.id, night.id)).toBe(1);
+    await c.server.db
+      .knex('campaign_sends')
+      .where({ app_id: t.app.id, user_id: night.id })
+      .update({ status: 'queued', reason: null }); // and back, for what follows
     c.set('2026-06-11T05:59:00Z'); // 07:59 Paris
     await tick(c);
     expect(reachedSince(from)).toEqual([]);

@@ -12,21 +12,19 @@ import { identityHandlers } from './identity.js';
 import { mcpAnalyticsHandlers } from './mcp-analytics.js';
 import { mcpResourceHandlers } from './mcp-resources.js';
 import { type HandlerTable, NOT_BUILT } from './operations.js';
+import { privacyHandlers } from './privacy.js';
 import { pushHandlers } from './push.js';
 import { userHandlers } from './users.js';
 import { websiteHandlers } from './website.js';
 
 /** Operations not built yet, by the issue that builds them. Nothing else may be NOT_BUILT. */
-const notBuilt = {
-  // erasure and export (issue 19)
-  Users_erase: NOT_BUILT,
-  Users_export: NOT_BUILT,
-} as const;
+const notBuilt = {} as const;
 
 export function handlers(ctx: ServiceContext): HandlerTable {
   const built = {
     ...eventHandlers(ctx),
     ...userHandlers(ctx),
+    ...privacyHandlers(ctx),
     ...audienceHandlers(ctx),
     ...mcpResourceHandlers(ctx),
     ...mcpAnalyticsHandlers(ctx),

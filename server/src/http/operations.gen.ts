@@ -23,6 +23,9 @@ export type OperationId =
   | 'AdminOrganizations_get'
   | 'AdminOrganizations_list'
   | 'AdminOrganizations_update'
+  | 'AdminPrivacy_audit'
+  | 'AdminPrivacy_eraseUser'
+  | 'AdminPrivacy_exportUser'
   | 'AdminPush_configure'
   | 'AdminPush_get'
   | 'AdminVersions_add'
@@ -183,6 +186,24 @@ export interface Operations {
     path: '/admin/v1/organizations/{organization_id}';
     data: Contract.AdminOrganizationsUpdateData;
     responses: Contract.AdminOrganizationsUpdateResponses;
+  };
+  AdminPrivacy_audit: {
+    method: 'get';
+    path: '/admin/v1/apps/{app_id}/audit';
+    data: Contract.AdminPrivacyAuditData;
+    responses: Contract.AdminPrivacyAuditResponses;
+  };
+  AdminPrivacy_eraseUser: {
+    method: 'delete';
+    path: '/admin/v1/apps/{app_id}/users/{user_id}';
+    data: Contract.AdminPrivacyEraseUserData;
+    responses: Contract.AdminPrivacyEraseUserResponses;
+  };
+  AdminPrivacy_exportUser: {
+    method: 'get';
+    path: '/admin/v1/apps/{app_id}/users/{user_id}/export';
+    data: Contract.AdminPrivacyExportUserData;
+    responses: Contract.AdminPrivacyExportUserResponses;
   };
   AdminPush_configure: {
     method: 'put';

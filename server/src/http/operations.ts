@@ -27,7 +27,40 @@ export type Output<Op extends OperationId> = Responses<Op>[keyof Responses<Op> &
 const REPLY = Symbol('reply');
 /** A response that is not the operation's JSON body. */
 export interface Reply {
-  readonly [REPLY]: (res: Response) => void;
+  readonly [REPLY]: (res: Response) => void | Promise<void>;
+}
+
+/** Writes chunks as they come, waiting while the client is slow; stops reading when it leaves. */
+async function writeStream(res: Response, chunks: AsyncGenerator<string, void, undefined>): Promise<void> {
+  let gone = false;
+  const onClose = () => {
+    gone = true;
+  };
+  res.once('close', onClose);
+  try {
+    for await (const chunk of chunks) {
+      if (gone) break; // ends the generator: its cleanup runs
+      if (!res.write(chunk)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            res.off('drain', done);
+            res.off('close', done);
+            resolve();
+          };
+          res.once('drain', done);
+          res.once('close', done);
+        });
+      }
+    }
+    if (!gone) res.end();
+  } catch (err) {
+    if (!res.headersSent) throw err;
+    // The status line is sent: the only way left to say "failed" is to cut the body short.
+    requestContext(res).log.error({ err }, 'streamed response failed');
+    res.destroy();
+  } finally {
+    res.off('close', onClose);
+  }
 }
 export const reply = {
   /** A body of another media type (the contract declares it). */
@@ -41,6 +74,21 @@ export const reply = {
     [REPLY]: (res) => {
       res.set(headers);
       res.redirect(status, location);
+    },
+  }),
+  /**
+   * The operation's JSON body written piece by piece as `chunks` yields it (the pieces must
+   * concatenate to the body); an error after the first piece cuts the response short.
+   */
+  stream: (
+    type: string,
+    chunks: AsyncGenerator<string, void, undefined>,
+    headers: Record<string, string> = {},
+  ): Reply => ({
+    [REPLY]: async (res) => {
+      res.set(headers);
+      res.status(200).type(type);
+      await writeStream(res, chunks);
     },
   }),
   /** The operation's JSON body with extra headers. */
@@ -86,7 +134,7 @@ export function dispatch(table: HandlerTable) {
     // Path parameters as the validator matched them (Express 5 resets req.params for each layer).
     const input = { body: req.body ?? {}, query: req.query ?? {}, path: { ...meta?.pathParams } };
     const result = await (handler as Handler<OperationId>)(input as never, requestContext(res));
-    if (result !== null && typeof result === 'object' && REPLY in result) (result as Reply)[REPLY](res);
+    if (result !== null && typeof result === 'object' && REPLY in result) await (result as Reply)[REPLY](res);
     else res.json(result);
   };
 }

@@ -1,6 +1,8 @@
 // The jobs Tally runs in the background, on the job runner (jobs/runner.ts).
+import type { Logger } from 'pino';
 import { type CampaignEngine, runDueCampaigns, runTriggers } from '../services/campaign-runs.js';
 import type { Clock } from '../services/context.js';
+import { enforceRetention } from '../services/retention.js';
 import type { Database } from '../storage/db.js';
 import { DEDUP_WINDOW_DAYS, purgeDedupRowsBefore, refreshSandboxStatistics } from '../storage/events.js';
 import { allAppIds } from '../storage/tenancy.js';
@@ -11,7 +13,14 @@ export const REFRESH_SANDBOX_STATISTICS = 'refresh-sandbox-statistics';
 export const CAMPAIGN_TICK = 'campaign-tick';
 export const CAMPAIGN_TRIGGERS = 'campaign-triggers';
 
-export function jobDefinitions(database: Database, clock: Clock, campaigns?: CampaignEngine): JobDefinition[] {
+export const ENFORCE_RETENTION = 'enforce-retention';
+
+export function jobDefinitions(
+  database: Database,
+  clock: Clock,
+  logger?: Logger,
+  campaigns?: CampaignEngine,
+): JobDefinition[] {
   const campaignJobs: JobDefinition[] = campaigns
     ? [
         {
@@ -35,6 +44,19 @@ export function jobDefinitions(database: Database, clock: Clock, campaigns?: Cam
     : [];
   return [
     ...campaignJobs,
+    {
+      // Apps with a retention period lose events, visits and deliveries older than it (docs/privacy.md).
+      name: ENFORCE_RETENTION,
+      cron: '41 2 * * *',
+      // `now` (ISO 8601) runs it as of that time: any instance sharing the queue may take the run,
+      // so the time travels with it (tests, and operators replaying a missed day).
+      async run(data: { now?: string }) {
+        const at = data.now === undefined ? clock : () => new Date(data.now!);
+        for (const outcome of await enforceRetention(database.knex, at)) {
+          if (outcome.events + outcome.visits + outcome.deliveries > 0) logger?.info(outcome, 'retention applied');
+        }
+      },
+    },
     {
       // insert_id repeats are only recognised for 7 days; older dedup rows serve nothing.
       name: PURGE_EVENT_DEDUP,

@@ -18,17 +18,6 @@ export interface JobDefinition<T extends object = object> {
 
 export const JOB_SCHEMA = 'pgboss';
 
-async function retryOnDeadlock<T>(work: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await work();
-    } catch (err) {
-      if ((err as { code?: string })?.code !== '40P01' || attempt >= 5) throw err;
-      await new Promise((r) => setTimeout(r, 50 * attempt + Math.random() * 100));
-    }
-  }
-}
-
 export class JobRunner {
   private boss: PgBoss | null = null;
   private definitions = new Map<string, JobDefinition>();
@@ -54,9 +43,9 @@ export class JobRunner {
     for (const job of jobs) {
       if (job.when && !job.when(this.database)) continue;
       this.definitions.set(job.name, job as JobDefinition);
-      // Instances starting together on one database can deadlock on pg-boss's queue DDL: retry.
-      await retryOnDeadlock(() => boss.createQueue(job.name));
-      if (job.cron) await retryOnDeadlock(() => boss.schedule(job.name, job.cron!, {}, { tz: 'UTC' }));
+      // Instances starting together on one database race on pg-boss's queue DDL: retry.
+      await retryRace(() => boss.createQueue(job.name));
+      if (job.cron) await retryRace(() => boss.schedule(job.name, job.cron!, {}, { tz: 'UTC' }));
       await boss.work(
         job.name,
         { pollingIntervalSeconds: this.options.pollingIntervalSeconds ?? 2, batchSize: 1 },
@@ -107,5 +96,21 @@ export class JobRunner {
     const boss = this.boss;
     this.boss = null;
     await boss?.stop({ graceful: true, close: false, wait: true, timeout: 10_000 });
+  }
+}
+
+/**
+ * Runs a setup step that instances starting at the same moment on one database may race on
+ * (pg-boss creates a queue's table partition): a deadlock or duplicate from the race is retried.
+ */
+async function retryRace<T>(step: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await step();
+    } catch (err) {
+      const code = (err as { code?: string } | null)?.code;
+      if (i >= attempts || (code !== '40P01' && code !== '23505')) throw err;
+      await new Promise((r) => setTimeout(r, 50 * i));
+    }
   }
 }

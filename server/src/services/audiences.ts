@@ -12,6 +12,7 @@ import {
   countAudiences,
   findAudience,
   insertAudience,
+  listAudienceIds,
   listAudiences,
   type QueryMethod,
   updateAudienceCount,
@@ -271,4 +272,20 @@ export async function audienceMembers(
     await updateAudienceCount(ctx.db, appId, audience.id, total, ctx.clock());
   }
   return { users, total };
+}
+
+/**
+ * Counts every audience of the app again now (after an erasure). One that cannot be counted keeps
+ * the stale mark its erasure left, so the next read tries again.
+ */
+export async function recountAudiences(ctx: ServiceContext, appId: string): Promise<void> {
+  for (const id of await listAudienceIds(ctx.db, appId)) {
+    const audience = await findAudience(ctx.db, appId, id);
+    if (!audience) continue;
+    try {
+      await updateAudienceCount(ctx.db, appId, id, await currentCount(ctx, audience), ctx.clock());
+    } catch (err) {
+      ctx.logger.warn({ err, audience_id: id }, 'could not recount an audience');
+    }
+  }
 }

@@ -5,6 +5,7 @@ import type { CampaignCreate } from '@tally/client';
 import { ConflictError, type FieldError, NotFoundError, refuseIfAny } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import { findAudience } from '../storage/audiences.js';
+import { cancelQueuedCampaignSends } from '../storage/campaign-sends.js';
 import {
   type CampaignCounts,
   type CampaignRow,
@@ -23,6 +24,7 @@ import { cronProblem, dailyAt, nextCronRun } from './campaign-schedule.js';
 import { matchTriggerEvent } from './campaign-trigger-match.js';
 import { forgetTriggerCampaigns } from './campaign-triggers.js';
 import type { ServiceContext } from './context.js';
+import { registerErasureHook } from './erasure-hooks.js';
 
 export type CampaignInput = CampaignCreate;
 
@@ -243,3 +245,8 @@ export async function organizationCampaign(
 /** Counters of some of the app's campaigns. */
 export const countsOf = (ctx: ServiceContext, app: AppRow, ids: string[]) =>
   campaignCounts(ctx.db, app.id, ids, app.conversion_events);
+
+/** A user's erasure cancels their queued campaign sends (and unread trigger occurrences). */
+export function registerCampaignErasure(): void {
+  registerErasureHook('campaign-sends', (tx, appId, userId) => cancelQueuedCampaignSends(tx, appId, userId));
+}

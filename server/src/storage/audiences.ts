@@ -63,3 +63,7 @@ export async function updateAudienceCount(
     .returning<AudienceRow[]>('*');
   return row;
 }
+
+/** The ids of the app's audiences. */
+export const listAudienceIds = async (db: Knex, appId: string): Promise<string[]> =>
+  (await db('audiences').where({ app_id: appId }).orderBy('id').select('id')).map((r: { id: string }) => r.id);

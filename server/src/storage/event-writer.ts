@@ -331,8 +331,24 @@ async function writeAppEvents(
   return userIds;
 }
 
-/** Internal ids for every identifier of these events, creating users for unknown ones. */
+/**
+ * Internal ids for every identifier of these events, creating users for unknown ones. The users
+ * are key-share locked until the write commits, so an erasure waits for it; a user erased while
+ * this write resolved it is created anew (later events of an erased id start an unrelated user).
+ */
 async function resolveOrCreateUsers(trx: Knex.Transaction, appId: string, events: IngestEvent[]) {
+  for (;;) {
+    const ids = await resolveOrCreateUsersOnce(trx, appId, events);
+    const locked = new Set<string>();
+    for (const chunk of chunks([...new Set(ids.values())].sort(), ROWS_PER_STATEMENT)) {
+      const rows = await trx('users').where({ app_id: appId }).whereIn('id', chunk).forKeyShare().select('id');
+      for (const r of rows as { id: string }[]) locked.add(r.id);
+    }
+    if ([...ids.values()].every((id) => locked.has(id))) return ids;
+  }
+}
+
+async function resolveOrCreateUsersOnce(trx: Knex.Transaction, appId: string, events: IngestEvent[]) {
   const earliest = new Map<string, Date>();
   const fromWebsite = new Set<string>();
   for (const e of events) {

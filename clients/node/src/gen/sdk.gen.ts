@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AdminAppsCreateData, AdminAppsCreateErrors, AdminAppsCreateResponses, AdminAppsGetData, AdminAppsGetErrors, AdminAppsGetResponses, AdminAppsListData, AdminAppsListErrors, AdminAppsListResponses, AdminAppsUpdateData, AdminAppsUpdateErrors, AdminAppsUpdateResponses, AdminCampaignsCreateData, AdminCampaignsCreateErrors, AdminCampaignsCreateResponses, AdminCampaignsGetData, AdminCampaignsGetErrors, AdminCampaignsGetResponses, AdminCampaignsListData, AdminCampaignsListErrors, AdminCampaignsListResponses, AdminCampaignsPauseData, AdminCampaignsPauseErrors, AdminCampaignsPauseResponses, AdminCampaignsResumeData, AdminCampaignsResumeErrors, AdminCampaignsResumeResponses, AdminDemoSeedData, AdminDemoSeedErrors, AdminDemoSeedResponses, AdminIdentitySecretsGenerateData, AdminIdentitySecretsGenerateErrors, AdminIdentitySecretsGenerateResponses, AdminIdentitySecretsListData, AdminIdentitySecretsListErrors, AdminIdentitySecretsListResponses, AdminIdentitySecretsRemoveData, AdminIdentitySecretsRemoveErrors, AdminIdentitySecretsRemoveResponses, AdminKeysCreateData, AdminKeysCreateErrors, AdminKeysCreateResponses, AdminKeysListData, AdminKeysListErrors, AdminKeysListResponses, AdminKeysRevokeData, AdminKeysRevokeErrors, AdminKeysRevokeResponses, AdminOrganizationsCreateData, AdminOrganizationsCreateErrors, AdminOrganizationsCreateResponses, AdminOrganizationsGetData, AdminOrganizationsGetErrors, AdminOrganizationsGetResponses, AdminOrganizationsListData, AdminOrganizationsListErrors, AdminOrganizationsListResponses, AdminOrganizationsUpdateData, AdminOrganizationsUpdateErrors, AdminOrganizationsUpdateResponses, AdminPushConfigureData, AdminPushConfigureErrors, AdminPushConfigureResponses, AdminPushGetData, AdminPushGetErrors, AdminPushGetResponses, AdminVersionsAddData, AdminVersionsAddErrors, AdminVersionsAddResponses, AdminVersionsListData, AdminVersionsListErrors, AdminVersionsListResponses, AnalyticsMetricsData, AnalyticsMetricsErrors, AnalyticsMetricsResponses, AnalyticsQueryData, AnalyticsQueryErrors, AnalyticsQueryResponses, AudiencesCreateData, AudiencesCreateErrors, AudiencesCreateResponses, AudiencesListData, AudiencesListErrors, AudiencesListResponses, EventsTrackBatchData, EventsTrackBatchErrors, EventsTrackBatchResponses, EventsTrackData, EventsTrackErrors, EventsTrackResponses, McpAppVersionsData, McpAppVersionsErrors, McpAppVersionsResponses, McpAuthData, McpAuthErrors, McpAuthResponses, McpDocsData, McpDocsErrors, McpDocsResponses, McpEngagementData, McpEngagementErrors, McpEngagementResponses, McpEventAnalyticsData, McpEventAnalyticsErrors, McpEventAnalyticsResponses, McpEventsData, McpEventsErrors, McpEventsResponses, McpFunnelsData, McpFunnelsErrors, McpFunnelsResponses, McpGetAppData, McpGetAppErrors, McpGetAppResponses, McpGetAudienceData, McpGetAudienceErrors, McpGetAudienceResponses, McpGetCampaignData, McpGetCampaignErrors, McpGetCampaignResponses, McpGetUserData, McpGetUserErrors, McpGetUserResponses, McpInfoData, McpInfoErrors, McpInfoResponses, McpListAudiencesData, McpListAudiencesErrors, McpListAudiencesResponses, McpListCampaignsData, McpListCampaignsErrors, McpListCampaignsResponses, McpResourcesData, McpResourcesErrors, McpResourcesResponses, PushCampaignStatusData, PushCampaignStatusErrors, PushCampaignStatusResponses, PushClickData, PushClickErrors, PushSendData, PushSendErrors, PushSendResponses, UsersCreateAliasData, UsersCreateAliasErrors, UsersCreateAliasResponses, UsersEraseData, UsersEraseErrors, UsersEraseResponses, UsersExportData, UsersExportErrors, UsersExportResponses, UsersReplaceIdData, UsersReplaceIdErrors, UsersReplaceIdResponses, UsersUpsertData, UsersUpsertErrors, UsersUpsertResponses, WebsiteConfigData, WebsiteConfigErrors, WebsiteConfigResponses, WebsiteIdentifyData, WebsiteIdentifyErrors, WebsiteIdentifyResponses, WebsiteLogVisitData, WebsiteLogVisitErrors, WebsiteLogVisitResponses, WebsiteSubscribePushData, WebsiteSubscribePushErrors, WebsiteSubscribePushResponses, WebsiteTrackEventData, WebsiteTrackEventErrors, WebsiteTrackEventResponses, WebsiteUpsertUserData, WebsiteUpsertUserErrors, WebsiteUpsertUserResponses } from './types.gen.js';
+import type { AdminAppsCreateData, AdminAppsCreateErrors, AdminAppsCreateResponses, AdminAppsGetData, AdminAppsGetErrors, AdminAppsGetResponses, AdminAppsListData, AdminAppsListErrors, AdminAppsListResponses, AdminAppsUpdateData, AdminAppsUpdateErrors, AdminAppsUpdateResponses, AdminCampaignsCreateData, AdminCampaignsCreateErrors, AdminCampaignsCreateResponses, AdminCampaignsGetData, AdminCampaignsGetErrors, AdminCampaignsGetResponses, AdminCampaignsListData, AdminCampaignsListErrors, AdminCampaignsListResponses, AdminCampaignsPauseData, AdminCampaignsPauseErrors, AdminCampaignsPauseResponses, AdminCampaignsResumeData, AdminCampaignsResumeErrors, AdminCampaignsResumeResponses, AdminDemoSeedData, AdminDemoSeedErrors, AdminDemoSeedResponses, AdminIdentitySecretsGenerateData, AdminIdentitySecretsGenerateErrors, AdminIdentitySecretsGenerateResponses, AdminIdentitySecretsListData, AdminIdentitySecretsListErrors, AdminIdentitySecretsListResponses, AdminIdentitySecretsRemoveData, AdminIdentitySecretsRemoveErrors, AdminIdentitySecretsRemoveResponses, AdminKeysCreateData, AdminKeysCreateErrors, AdminKeysCreateResponses, AdminKeysListData, AdminKeysListErrors, AdminKeysListResponses, AdminKeysRevokeData, AdminKeysRevokeErrors, AdminKeysRevokeResponses, AdminOrganizationsCreateData, AdminOrganizationsCreateErrors, AdminOrganizationsCreateResponses, AdminOrganizationsGetData, AdminOrganizationsGetErrors, AdminOrganizationsGetResponses, AdminOrganizationsListData, AdminOrganizationsListErrors, AdminOrganizationsListResponses, AdminOrganizationsUpdateData, AdminOrganizationsUpdateErrors, AdminOrganizationsUpdateResponses, AdminPrivacyAuditData, AdminPrivacyAuditErrors, AdminPrivacyAuditResponses, AdminPrivacyEraseUserData, AdminPrivacyEraseUserErrors, AdminPrivacyEraseUserResponses, AdminPrivacyExportUserData, AdminPrivacyExportUserErrors, AdminPrivacyExportUserResponses, AdminPushConfigureData, AdminPushConfigureErrors, AdminPushConfigureResponses, AdminPushGetData, AdminPushGetErrors, AdminPushGetResponses, AdminVersionsAddData, AdminVersionsAddErrors, AdminVersionsAddResponses, AdminVersionsListData, AdminVersionsListErrors, AdminVersionsListResponses, AnalyticsMetricsData, AnalyticsMetricsErrors, AnalyticsMetricsResponses, AnalyticsQueryData, AnalyticsQueryErrors, AnalyticsQueryResponses, AudiencesCreateData, AudiencesCreateErrors, AudiencesCreateResponses, AudiencesListData, AudiencesListErrors, AudiencesListResponses, EventsTrackBatchData, EventsTrackBatchErrors, EventsTrackBatchResponses, EventsTrackData, EventsTrackErrors, EventsTrackResponses, McpAppVersionsData, McpAppVersionsErrors, McpAppVersionsResponses, McpAuthData, McpAuthErrors, McpAuthResponses, McpDocsData, McpDocsErrors, McpDocsResponses, McpEngagementData, McpEngagementErrors, McpEngagementResponses, McpEventAnalyticsData, McpEventAnalyticsErrors, McpEventAnalyticsResponses, McpEventsData, McpEventsErrors, McpEventsResponses, McpFunnelsData, McpFunnelsErrors, McpFunnelsResponses, McpGetAppData, McpGetAppErrors, McpGetAppResponses, McpGetAudienceData, McpGetAudienceErrors, McpGetAudienceResponses, McpGetCampaignData, McpGetCampaignErrors, McpGetCampaignResponses, McpGetUserData, McpGetUserErrors, McpGetUserResponses, McpInfoData, McpInfoErrors, McpInfoResponses, McpListAudiencesData, McpListAudiencesErrors, McpListAudiencesResponses, McpListCampaignsData, McpListCampaignsErrors, McpListCampaignsResponses, McpResourcesData, McpResourcesErrors, McpResourcesResponses, PushCampaignStatusData, PushCampaignStatusErrors, PushCampaignStatusResponses, PushClickData, PushClickErrors, PushSendData, PushSendErrors, PushSendResponses, UsersCreateAliasData, UsersCreateAliasErrors, UsersCreateAliasResponses, UsersEraseData, UsersEraseErrors, UsersEraseResponses, UsersExportData, UsersExportErrors, UsersExportResponses, UsersReplaceIdData, UsersReplaceIdErrors, UsersReplaceIdResponses, UsersUpsertData, UsersUpsertErrors, UsersUpsertResponses, WebsiteConfigData, WebsiteConfigErrors, WebsiteConfigResponses, WebsiteIdentifyData, WebsiteIdentifyErrors, WebsiteIdentifyResponses, WebsiteLogVisitData, WebsiteLogVisitErrors, WebsiteLogVisitResponses, WebsiteSubscribePushData, WebsiteSubscribePushErrors, WebsiteSubscribePushResponses, WebsiteTrackEventData, WebsiteTrackEventErrors, WebsiteTrackEventResponses, WebsiteUpsertUserData, WebsiteUpsertUserErrors, WebsiteUpsertUserResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -115,6 +115,19 @@ export class TallySdk extends HeyApiClient {
                 'Content-Type': 'application/json',
                 ...options.headers
             }
+        });
+    }
+    
+    /**
+     * Read the audit trail
+     *
+     * The app's audit trail (erasures and exports), newest first. 404 when the app does not exist.
+     */
+    public adminPrivacyAudit<ThrowOnError extends boolean = false>(options: Options<AdminPrivacyAuditData, ThrowOnError>) {
+        return (options.client ?? this.client).get<AdminPrivacyAuditResponses, AdminPrivacyAuditErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/admin/v1/apps/{app_id}/audit',
+            ...options
         });
     }
     
@@ -273,6 +286,36 @@ export class TallySdk extends HeyApiClient {
                 'Content-Type': 'application/json',
                 ...options.headers
             }
+        });
+    }
+    
+    /**
+     * Erase a user
+     *
+     * Erases a user of the app and everything stored about them, exactly like
+     * `DELETE /v1/users/{user_id}`; recorded in the audit trail with the actor `admin`. 404 when
+     * the app or the user does not exist.
+     */
+    public adminPrivacyEraseUser<ThrowOnError extends boolean = false>(options: Options<AdminPrivacyEraseUserData, ThrowOnError>) {
+        return (options.client ?? this.client).delete<AdminPrivacyEraseUserResponses, AdminPrivacyEraseUserErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/admin/v1/apps/{app_id}/users/{user_id}',
+            ...options
+        });
+    }
+    
+    /**
+     * Export a user's data
+     *
+     * Streams everything stored about a user of the app, exactly like
+     * `GET /v1/users/{user_id}/export`; recorded in the audit trail with the actor `admin`. 404
+     * when the app or the user does not exist.
+     */
+    public adminPrivacyExportUser<ThrowOnError extends boolean = false>(options: Options<AdminPrivacyExportUserData, ThrowOnError>) {
+        return (options.client ?? this.client).get<AdminPrivacyExportUserResponses, AdminPrivacyExportUserErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/admin/v1/apps/{app_id}/users/{user_id}/export',
+            ...options
         });
     }
     
@@ -829,8 +872,12 @@ export class TallySdk extends HeyApiClient {
     /**
      * Erase a user
      *
-     * Permanently deletes the user with their aliases, events, visits and push deliveries (right
-     * to erasure). Cannot be undone. 404 when the user does not exist.
+     * Permanently deletes the user with their aliases, events, visits, Web Push subscriptions and
+     * push deliveries (right to erasure), in one transaction, and cancels the user's queued
+     * campaign sends. Counts derived from the events (event dictionary volumes, audience sizes)
+     * are corrected. Cannot be undone; an event sent later with the same id creates a new,
+     * unrelated user. The erasure is recorded in the app's audit trail (who, when, which id and
+     * the counts, never the erased data). 404 when the user does not exist.
      */
     public usersErase<ThrowOnError extends boolean = false>(options: Options<UsersEraseData, ThrowOnError>) {
         return (options.client ?? this.client).delete<UsersEraseResponses, UsersEraseErrors, ThrowOnError>({
@@ -843,7 +890,10 @@ export class TallySdk extends HeyApiClient {
     /**
      * Export a user's data
      *
-     * Returns everything stored about one user (right of access). 404 when the user does not exist.
+     * Returns everything stored about one user (right of access): profile, aliases, events, visits,
+     * Web Push subscriptions and push deliveries. The body is streamed as it is read, so a user
+     * with a long history starts arriving at once. The export is recorded in the app's audit trail.
+     * 404 when the user does not exist.
      */
     public usersExport<ThrowOnError extends boolean = false>(options: Options<UsersExportData, ThrowOnError>) {
         return (options.client ?? this.client).get<UsersExportResponses, UsersExportErrors, ThrowOnError>({

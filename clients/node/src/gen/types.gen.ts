@@ -587,6 +587,77 @@ export type AudienceSummary = {
 };
 
 /**
+ * What an audit entry records.
+ */
+export type AuditAction = 'user.erase' | 'user.export';
+
+/**
+ * One recorded privacy action. The erased or exported data itself is never kept here.
+ */
+export type AuditEntry = {
+    /**
+     * Entry id.
+     */
+    id: string;
+    /**
+     * What was done.
+     */
+    action: AuditAction;
+    /**
+     * Who did it: the REST API key's id, or `admin` for the admin API and the CLI.
+     */
+    actor: string;
+    /**
+     * The user identifier the request named (an external id or an alias).
+     */
+    user_id: string;
+    /**
+     * Records erased or exported, per kind (`users`, `aliases`, `events`, ...).
+     */
+    counts: {
+        [key: string]: unknown;
+    };
+    /**
+     * `false` when an export stopped before its end (the connection closed or a read failed).
+     */
+    completed: boolean;
+    /**
+     * When it happened.
+     */
+    created_at: string;
+};
+
+/**
+ * A page of the app's audit trail, newest first.
+ */
+export type AuditList = {
+    /**
+     * Always `true` on success.
+     */
+    success: true;
+    /**
+     * The entries.
+     */
+    items: Array<AuditEntry>;
+    /**
+     * Number of items matching the request, across all pages.
+     */
+    total: number;
+    /**
+     * Page size used for this response (the requested `limit`, or its default).
+     */
+    limit: number;
+    /**
+     * Number of matching items skipped before this page.
+     */
+    offset: number;
+    /**
+     * `true` when more items follow this page (`offset + limit < total`).
+     */
+    has_more: boolean;
+};
+
+/**
  * The batch was accepted.
  */
 export type BatchAccepted = {
@@ -1207,7 +1278,7 @@ export type DeliveryRecord = {
 /**
  * Outcome of one push delivery.
  */
-export type DeliveryStatus = 'sent' | 'delivered' | 'failed';
+export type DeliveryStatus = 'sent' | 'delivered' | 'failed' | 'pending' | 'unknown';
 
 /**
  * What demo data to generate. Omitted fields use the server's defaults.
@@ -1320,9 +1391,18 @@ export type ErasedCounts = {
      */
     visits: number;
     /**
+     * Web Push subscriptions removed.
+     */
+    push_subscriptions: number;
+    /**
      * Push delivery records removed.
      */
     deliveries: number;
+    /**
+     * Queued campaign sends to the user that were cancelled (they will not be sent; nothing about
+     * them is kept).
+     */
+    queued_sends_cancelled: number;
 };
 
 /**
@@ -2769,6 +2849,45 @@ export type PushProviderConfigure = {
 export type PushProviderKind = 'wonderpush' | 'onesignal' | 'webpush' | 'webhook';
 
 /**
+ * A Web Push subscription of one of the user's browsers.
+ */
+export type PushSubscriptionRecord = {
+    /**
+     * Subscription id.
+     */
+    id: string;
+    /**
+     * The browser's push service endpoint.
+     */
+    endpoint: string;
+    /**
+     * The browser's encryption keys, as it sent them.
+     */
+    keys: {
+        /**
+         * The browser's public key (base64url).
+         */
+        p256dh: string;
+        /**
+         * The authentication secret (base64url).
+         */
+        auth: string;
+    };
+    /**
+     * When the subscription stops working, as the browser said; `null` when it did not say.
+     */
+    expires_at: string | null;
+    /**
+     * When it was first stored.
+     */
+    created_at: string;
+    /**
+     * When it was last renewed.
+     */
+    updated_at: string;
+};
+
+/**
  * A browser's Web Push subscription to register.
  */
 export type PushSubscriptionRequest = {
@@ -2986,6 +3105,10 @@ export type UserExport = {
      * The user's website visits, oldest first.
      */
     visits: Array<VisitRecord>;
+    /**
+     * The user's Web Push subscriptions, oldest first.
+     */
+    push_subscriptions: Array<PushSubscriptionRecord>;
     /**
      * Push notifications sent to the user, oldest first.
      */
@@ -3623,6 +3746,69 @@ export type AdminAppsUpdateResponses = {
 
 export type AdminAppsUpdateResponse = AdminAppsUpdateResponses[keyof AdminAppsUpdateResponses];
 
+export type AdminPrivacyAuditData = {
+    body?: never;
+    path: {
+        /**
+         * The app.
+         */
+        app_id: string;
+    };
+    query?: {
+        /**
+         * Maximum number of items to return.
+         */
+        limit?: number;
+        /**
+         * Number of items to skip before the first one returned.
+         */
+        offset?: number;
+    };
+    url: '/admin/v1/apps/{app_id}/audit';
+};
+
+export type AdminPrivacyAuditErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
+     */
+    404: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type AdminPrivacyAuditError = AdminPrivacyAuditErrors[keyof AdminPrivacyAuditErrors];
+
+export type AdminPrivacyAuditResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: AuditList;
+};
+
+export type AdminPrivacyAuditResponse = AdminPrivacyAuditResponses[keyof AdminPrivacyAuditResponses];
+
 export type AdminCampaignsListData = {
     body?: never;
     path: {
@@ -4190,6 +4376,122 @@ export type AdminDemoSeedResponses = {
 };
 
 export type AdminDemoSeedResponse = AdminDemoSeedResponses[keyof AdminDemoSeedResponses];
+
+export type AdminPrivacyEraseUserData = {
+    body?: never;
+    path: {
+        /**
+         * The app.
+         */
+        app_id: string;
+        /**
+         * The user's identifier (or an alias).
+         */
+        user_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/apps/{app_id}/users/{user_id}';
+};
+
+export type AdminPrivacyEraseUserErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
+     */
+    404: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type AdminPrivacyEraseUserError = AdminPrivacyEraseUserErrors[keyof AdminPrivacyEraseUserErrors];
+
+export type AdminPrivacyEraseUserResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: UserErased;
+};
+
+export type AdminPrivacyEraseUserResponse = AdminPrivacyEraseUserResponses[keyof AdminPrivacyEraseUserResponses];
+
+export type AdminPrivacyExportUserData = {
+    body?: never;
+    path: {
+        /**
+         * The app.
+         */
+        app_id: string;
+        /**
+         * The user's identifier (or an alias).
+         */
+        user_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/apps/{app_id}/users/{user_id}/export';
+};
+
+export type AdminPrivacyExportUserErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
+     */
+    404: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type AdminPrivacyExportUserError = AdminPrivacyExportUserErrors[keyof AdminPrivacyExportUserErrors];
+
+export type AdminPrivacyExportUserResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: UserExport;
+};
+
+export type AdminPrivacyExportUserResponse = AdminPrivacyExportUserResponses[keyof AdminPrivacyExportUserResponses];
 
 export type AdminVersionsListData = {
     body?: never;

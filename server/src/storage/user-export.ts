@@ -1,0 +1,45 @@
+// Queries for exporting one user: each kind of record read a page at a time in a stable order
+// (keyset on the record's time and id), so an export never holds a connection for long. The
+// cursor carries the time as the database prints it, so microseconds survive the round trip.
+import type { Knex } from 'knex';
+
+/** Where the next page starts: after this record. */
+export interface ExportCursor {
+  at: string;
+  id: string;
+}
+
+const COLUMNS = {
+  events: ['id', 'app_id', 'event_name', 'properties', 'created_at'],
+  visits: ['id', 'visit_url', 'path', 'referrer', 'page_title', 'is_bot', 'created_at'],
+  push_subscriptions: ['id', 'endpoint', 'p256dh', 'auth', 'expires_at', 'created_at', 'updated_at'],
+  push_deliveries: ['id', 'campaign_id', 'title', 'message', 'action_url', 'status', 'created_at', 'clicked_at'],
+} as const;
+
+export type ExportTable = keyof typeof COLUMNS;
+
+/** One page of the user's records in `table`, oldest first, each with the cursor that follows it. */
+export async function userRecordsPage(
+  db: Knex,
+  table: ExportTable,
+  appId: string,
+  userId: string,
+  after: ExportCursor | null,
+  limit: number,
+): Promise<{ rows: Record<string, unknown>[]; next: ExportCursor | null }> {
+  const q = db(table)
+    .where({ app_id: appId, user_id: userId })
+    .select([...COLUMNS[table], db.raw('created_at::text as cursor_at')])
+    .orderBy([
+      { column: 'created_at', order: 'asc' },
+      { column: 'id', order: 'asc' },
+    ])
+    .limit(limit);
+  if (after) q.andWhereRaw('(created_at, id) > (?::timestamptz, ?::uuid)', [after.at, after.id]);
+  const rows = (await q) as (Record<string, unknown> & { cursor_at: string; id: string })[];
+  const last = rows.at(-1);
+  return {
+    rows: rows.map(({ cursor_at: _, ...r }) => r),
+    next: rows.length === limit && last ? { at: last.cursor_at, id: last.id } : null,
+  };
+}
