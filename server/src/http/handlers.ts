@@ -11,13 +11,16 @@ import { eventHandlers } from './events.js';
 import { identityHandlers } from './identity.js';
 import { mcpAnalyticsHandlers } from './mcp-analytics.js';
 import { mcpResourceHandlers } from './mcp-resources.js';
-import { type HandlerTable, NOT_BUILT } from './operations.js';
+import type { HandlerTable } from './operations.js';
 import { privacyHandlers } from './privacy.js';
 import { pushHandlers } from './push.js';
 import { userHandlers } from './users.js';
 import { websiteHandlers } from './website.js';
 
-/** Operations not built yet, by the issue that builds them. Nothing else may be NOT_BUILT. */
+/**
+ * Operations not built yet, by the issue that builds them (as `Op_id: NOT_BUILT`, from
+ * operations.ts). Nothing else may be NOT_BUILT. Every operation of the contract is built now.
+ */
 const notBuilt = {} as const;
 
 export function handlers(ctx: ServiceContext): HandlerTable {
