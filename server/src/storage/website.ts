@@ -104,6 +104,15 @@ export async function mergeUserInto(trx: Knex.Transaction, appId: string, fromId
   if (rows[0]?.present) {
     await trx('push_deliveries').where({ app_id: appId, user_id: fromId }).update({ user_id: toId });
   }
+  // Campaign sends keep the cooldown and once-per-occurrence history (a send the known user
+  // already has for the same occurrence wins); unread trigger occurrences follow the events.
+  await trx.raw(
+    `update campaign_sends s set user_id = ? where s.app_id = ? and s.user_id = ?
+       and not exists (select 1 from campaign_sends t where t.app_id = s.app_id and t.campaign_id = s.campaign_id
+                       and t.user_id = ? and t.occurrence = s.occurrence)`,
+    [toId, appId, fromId, toId],
+  );
+  await trx('campaign_trigger_outbox').where({ app_id: appId, user_id: fromId }).update({ user_id: toId });
   await trx('user_aliases').where({ app_id: appId, user_id: fromId }).update({ user_id: toId });
   await trx.raw(
     `update users t set event_count = t.event_count + f.event_count,
