@@ -34,8 +34,10 @@ export function jobDefinitions(
           },
         },
         {
-          // Queued by ingestion after a commit that wrote trigger outbox rows.
+          // Queued by ingestion after a commit that wrote trigger outbox rows; looked for every half
+          // second, so a triggered push leaves soon after its event.
           name: CAMPAIGN_TRIGGERS,
+          pollingIntervalSeconds: 0.5,
           async run() {
             await runTriggers(campaigns);
           },

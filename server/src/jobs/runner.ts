@@ -11,6 +11,8 @@ export interface JobDefinition<T extends object = object> {
   name: string;
   /** A cron expression for recurring jobs. */
   cron?: string;
+  /** How often an idle worker looks for work, in seconds (default 2; pg-boss allows 0.5 and up). */
+  pollingIntervalSeconds?: number;
   /** Only where this holds (for example embedded mode only). */
   when?: (database: Database) => boolean;
   run(data: T): Promise<void>;
@@ -48,7 +50,10 @@ export class JobRunner {
       if (job.cron) await retryRace(() => boss.schedule(job.name, job.cron!, {}, { tz: 'UTC' }));
       await boss.work(
         job.name,
-        { pollingIntervalSeconds: this.options.pollingIntervalSeconds ?? 2, batchSize: 1 },
+        {
+          pollingIntervalSeconds: job.pollingIntervalSeconds ?? this.options.pollingIntervalSeconds ?? 2,
+          batchSize: 1,
+        },
         async ([item]) => {
           if (!item) return;
           const started = Date.now();
