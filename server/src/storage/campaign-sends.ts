@@ -124,6 +124,42 @@ export const linkSendDelivery = (db: Knex, appId: string, id: string, deliveryId
   db('campaign_sends').where({ app_id: appId, id }).update({ delivery_id: deliveryId, updated_at: at });
 
 /**
+ * Marks sends `done` with their delivery id, each only if no delivery was linked to it yet (a send
+ * the sweeper put back in the queue may be taken twice): returns the ids of the sends linked now.
+ * Run in the transaction that writes the deliveries, so a send and its delivery row exist together.
+ */
+export async function linkSends(
+  db: Knex,
+  appId: string,
+  pairs: { sendId: string; deliveryId: string }[],
+  at: Date,
+): Promise<Set<string>> {
+  const linked = new Set<string>();
+  for (let i = 0; i < pairs.length; i += 1000) {
+    const part = pairs.slice(i, i + 1000);
+    const { rows } = await db.raw(
+      `update campaign_sends s set status = 'done', delivery_id = v.d, updated_at = ?
+       from unnest(?::uuid[], ?::uuid[]) as v(id, d)
+       where s.app_id = ? and s.id = v.id and s.delivery_id is null and s.status = 'sending'
+       returning s.id`,
+      [at, part.map((p) => p.sendId), part.map((p) => p.deliveryId), appId],
+    );
+    for (const r of rows as { id: string }[]) linked.add(r.id);
+  }
+  return linked;
+}
+
+/** Not per-app (the sweeper): sends left `sending` with no delivery before `cutoff` go back to the queue. */
+export async function requeueAbandonedSends(db: Knex, cutoff: Date, now: Date): Promise<number> {
+  const result = await db.raw(
+    `update campaign_sends set status = 'queued', updated_at = ?
+     where status = 'sending' and delivery_id is null and updated_at < ?`,
+    [now, cutoff],
+  );
+  return result.rowCount ?? 0;
+}
+
+/**
  * The privacy erasure calls this in its transaction: the user's campaign sends that are queued
  * (waiting for quiet hours to end, or not yet picked up) are cancelled, and the user's trigger
  * occurrences not yet read from the outbox are dropped; returns how many sends were cancelled.
@@ -189,11 +225,13 @@ export const resolveDeliveries = (
   appId: string,
   ids: string[],
   patch: {
-    status: 'sent' | 'delivered' | 'failed';
+    status: 'sent' | 'delivered' | 'failed' | 'unknown';
     provider_message_id: string | null;
     error: string | null;
     recipients: number;
     resolved_at: Date;
+    attempts?: number;
+    failure_kind?: string | null;
   },
 ) =>
   ids.length === 0
