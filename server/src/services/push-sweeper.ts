@@ -1,5 +1,6 @@
 // The sweeper: resolves what a crash left behind. A delivery still `pending` some time after its
-// last attempt started (PUSH_PENDING_STALE_SECONDS, 120 by default) was being sent by an instance
+// last attempt started (PUSH_PENDING_STALE_SECONDS, 120 by default, by the database's clock) was
+// being sent by an instance
 // that stopped before recording the answer, so the provider may or may not have sent it:
 // - through a provider with idempotency keys (OneSignal, webhook) it is sent again under the same
 //   key (the delivery id, or the batch id for a campaign batch): the provider sends it only if
@@ -25,11 +26,13 @@ export interface SweepOutcome {
 /** One pass of the sweeper over every app. */
 export async function sweepPending(engine: CampaignEngine, staleMs: number): Promise<SweepOutcome> {
   const { ctx } = engine;
-  const now = ctx.clock();
-  const cutoff = new Date(now.getTime() - staleMs);
-  const out: SweepOutcome = { requeued: await requeueAbandonedSends(ctx.db, cutoff, now), resent: 0, unknown: 0 };
+  const out: SweepOutcome = {
+    requeued: await requeueAbandonedSends(ctx.db, staleMs, ctx.clock()),
+    resent: 0,
+    unknown: 0,
+  };
   for (;;) {
-    const rows = await claimStaleDeliveries(ctx.db, cutoff, ctx.clock(), 500);
+    const rows = await claimStaleDeliveries(ctx.db, staleMs, 500);
     if (rows.length === 0) break;
     const byApp = new Map<string, DeliveryRow[]>();
     for (const r of rows) byApp.set(r.app_id, [...(byApp.get(r.app_id) ?? []), r]);

@@ -125,18 +125,19 @@ export async function deleteSubscriptions(db: Knex, appId: string, ids: string[]
 }
 
 /**
- * Not per-app (the sweeper): claims `pending` deliveries whose last attempt started before
- * `cutoff` (left by a crash), batches together, marking the attempt so another sweeper skips them.
+ * Not per-app (the sweeper): claims `pending` deliveries whose last attempt started more than
+ * `staleMs` ago by the database's clock (left by a crash), batches together, marking the attempt
+ * so that another sweeper skips them.
  */
-export async function claimStaleDeliveries(db: Knex, cutoff: Date, now: Date, limit: number): Promise<DeliveryRow[]> {
+export async function claimStaleDeliveries(db: Knex, staleMs: number, limit: number): Promise<DeliveryRow[]> {
   const { rows } = await db.raw(
-    `update push_deliveries d set attempted_at = ?, attempts = d.attempts + 1
+    `update push_deliveries d set attempted_at = now(), attempts = d.attempts + 1
      where (d.app_id, d.id) in (
        select p.app_id, p.id from push_deliveries p
-       where p.status = 'pending' and coalesce(p.attempted_at, p.created_at) < ?
+       where p.status = 'pending' and p.attempted_at < now() - ? * interval '1 millisecond'
        order by p.batch_id nulls last, p.created_at limit ? for update skip locked)
      returning d.*`,
-    [now, cutoff, limit],
+    [staleMs, limit],
   );
   return rows as DeliveryRow[];
 }
