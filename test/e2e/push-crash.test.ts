@@ -50,7 +50,7 @@ async function runCrash(provider: 'onesignal' | 'wonderpush') {
   try {
     proc = await startServerProcess(fleet.env);
     const { appId, apiKey } = await fleet.tenant();
-    const client = await audience(proc.url, apiKey);
+    await audience(proc.url, apiKey);
     const admin = fleet.admin(proc.url);
     const configured = await admin.adminPushConfigure({
       path: { app_id: appId },
@@ -98,7 +98,10 @@ async function runCrash(provider: 'onesignal' | 'wonderpush') {
         ? (fake as Awaited<ReturnType<typeof startFakeOneSignal>>).sent.flatMap((s) => s.externalIds)
         : (fake as Awaited<ReturnType<typeof startFakeWonderPush>>).sent.flatMap((s) => s.targetUserIds);
     for (const id of targets) received.set(id, (received.get(id) ?? 0) + 1);
-    const status = await client.pushCampaignStatus({ path: { campaign_id: campaignId } });
+    const status = await createTallyClient({ baseUrl: proc.url, apiKey }).pushCampaignStatus({
+      path: { campaign_id: campaignId },
+    });
+    expect(status.error).toBeUndefined();
     return { after, received, stats: status.data!.stats, requests: fake.requests.length };
   } finally {
     release();
