@@ -12,10 +12,11 @@ import { runJob } from '../helpers/campaigns.js';
 import {
   type FakeSubscription,
   startFakeOneSignal,
+  startFakeWebhook,
   startFakeWebPushService,
   startFakeWonderPush,
 } from '../helpers/fake-push.js';
-import { OS_APP, OS_KEY, SECRET_KEY, WP_TOKEN } from '../helpers/push-setup.js';
+import { HOOK_SECRET, OS_APP, OS_KEY, SECRET_KEY, WP_TOKEN } from '../helpers/push-setup.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
@@ -128,6 +129,37 @@ describe('retries', () => {
       expect(await delivery(sent.data!.deliveryId)).toMatchObject({ status: 'delivered', attempts: 3 });
     } finally {
       await flaky.close();
+    }
+  });
+
+  it('retries a webhook answering 503 under the same Idempotency-Key; the receiver delivers it once', async () => {
+    let calls = 0;
+    const hook = await startFakeWebhook({
+      secret: HOOK_SECRET,
+      answer: () => (++calls === 1 ? { status: 503, body: { error: 'busy' } } : undefined),
+    });
+    try {
+      const tenant = await tenantWith(
+        { provider: 'webhook', webhook_url: `${hook.baseUrl}/push`, webhook_secret: HOOK_SECRET },
+        'u1',
+      );
+      const sent = await send(tenant, 'u1');
+      expect(sent.error).toBeUndefined();
+      expect(hook.requests.map((r) => r.headers['idempotency-key'])).toEqual([
+        sent.data!.deliveryId,
+        sent.data!.deliveryId,
+      ]);
+      expect(hook.delivered).toHaveLength(1);
+      // a crash after the receiver took it: the sweeper's resend carries the key, nothing new is delivered
+      await db()('push_deliveries')
+        .where({ id: sent.data!.deliveryId })
+        .update({ status: 'pending', attempted_at: db().raw(`now() - interval '10 minutes'`) });
+      await runJob(server, PUSH_SWEEP);
+      expect(hook.requests).toHaveLength(3);
+      expect(hook.delivered).toHaveLength(1);
+      expect(await delivery(sent.data!.deliveryId)).toMatchObject({ status: 'delivered', attempts: 3 });
+    } finally {
+      await hook.close();
     }
   });
 

@@ -195,8 +195,16 @@ export interface WebhookBody {
   timestamp: number;
 }
 
-export async function startFakeWebhook(options: { secret: string; status?: number }) {
+export async function startFakeWebhook(options: {
+  secret: string;
+  status?: number;
+  /** Answers instead of the receiver, after the signature is checked (a 503, a 429...). */
+  answer?: (r: Received) => Answer | undefined;
+}) {
   const verified: WebhookBody[] = [];
+  // A well-behaved receiver delivers each Idempotency-Key once and answers a repeat as the first time.
+  const delivered: WebhookBody[] = [];
+  const byKey = new Map<string, Answer>();
   const fake = await serve((r) => {
     const expected = `sha256=${createHmac('sha256', options.secret).update(r.raw).digest('hex')}`;
     const got = String(r.headers['x-tally-signature'] ?? '');
@@ -205,10 +213,18 @@ export async function startFakeWebhook(options: { secret: string; status?: numbe
     if (String(r.body?.timestamp) !== r.headers['x-tally-timestamp'])
       return { status: 400, body: { error: 'timestamp mismatch' } };
     verified.push(r.body);
+    const key = typeof r.headers['idempotency-key'] === 'string' ? r.headers['idempotency-key'] : null;
+    const seen = key ? byKey.get(key) : undefined;
+    if (seen) return seen;
+    const custom = options.answer?.(r);
+    if (custom) return custom;
     if (options.status && options.status >= 300) return { status: options.status, body: { error: 'receiver is down' } };
-    return { status: options.status ?? 200, body: { id: `wh-${verified.length}` } };
+    delivered.push(r.body);
+    const answer = { status: options.status ?? 200, body: { id: `wh-${verified.length}` } };
+    if (key) byKey.set(key, answer);
+    return answer;
   });
-  return { ...fake, verified };
+  return { ...fake, verified, delivered };
 }
 
 // ---- Web Push service ----
