@@ -97,6 +97,7 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   if (!value) return null;
   const v = value.trim();
   if (/^\d{1,9}$/.test(v)) return Number(v) * 1000;
+  if (!/^[A-Za-z]{3}, /.test(v)) return null; // an HTTP date starts with its day name
   const at = Date.parse(v);
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
