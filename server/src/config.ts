@@ -144,6 +144,7 @@ const envSchema = z.object({
   ANALYTICS_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   EMBEDDED_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
   CAMPAIGN_WORKERS: z.enum(['on', 'off']).default('on'),
+  PUSH_PENDING_STALE_SECONDS: z.coerce.number().int().positive().max(86_400).default(120),
 });
 
 export interface Config {
@@ -175,6 +176,8 @@ export interface Config {
   readonly embeddedQueryTimeoutMs: number;
   /** Whether this instance runs the campaign jobs (scheduler, triggers, sends); `CAMPAIGN_WORKERS=off` leaves them to others. */
   readonly campaignWorkers: boolean;
+  /** A `pending` delivery whose last attempt is older than this was left by a crash (the sweeper resolves it). */
+  readonly pushPendingStaleMs: number;
   /** Validate responses against the contract and fail on drift (tests); otherwise drift is logged. */
   readonly strictResponses: boolean;
 }
@@ -210,6 +213,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     analyticsQueryTimeoutMs: e.ANALYTICS_QUERY_TIMEOUT_MS,
     embeddedQueryTimeoutMs: e.EMBEDDED_QUERY_TIMEOUT_MS,
     campaignWorkers: e.CAMPAIGN_WORKERS === 'on',
+    pushPendingStaleMs: e.PUSH_PENDING_STALE_SECONDS * 1000,
     strictResponses: e.NODE_ENV === 'test',
   });
 }

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { closeRateLimits } from './http/rate-limit.js';
-import { CAMPAIGN_TRIGGERS, jobDefinitions, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
+import { CAMPAIGN_TRIGGERS, jobDefinitions, PUSH_SWEEP, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
 import { JobRunner } from './jobs/runner.js';
 import { createLlm } from './llm/index.js';
 import { bootstrapIfEmpty, type Credentials, writeCredentials } from './services/bootstrap.js';
@@ -103,6 +103,8 @@ export async function startServer(
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   links.base ||= `http://${host}:${port}`;
+  // What a previous instance left pending when it stopped (crash, SIGKILL) is resolved at start.
+  if (engine && keep(PUSH_SWEEP)) await jobs.runNow(PUSH_SWEEP);
   return {
     url: `http://${host}:${port}`,
     database,

@@ -162,6 +162,8 @@ describe('OneSignal', () => {
         contents: { en: '20% off today' },
         url: `${push.server.url}/v1/r/${sent.data!.deliveryId}`,
         data: { tally_delivery_id: sent.data!.deliveryId },
+        // a retry or a resend after a crash carries the same key: OneSignal sends it once
+        idempotency_key: sent.data!.deliveryId,
       });
       expect(await delivery(sent.data!.deliveryId)).toMatchObject({
         provider: 'onesignal',

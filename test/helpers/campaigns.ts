@@ -153,7 +153,7 @@ export async function detail(c: Clocked, id: string) {
   return data!;
 }
 
-/** A webhook receiver that accepts every push except those for the user `refuse` (500). */
+/** A webhook receiver that accepts every push except those for the user `refuse` (422: a permanent refusal). */
 export async function refusingReceiver(refuse: string) {
   const seen: { user_id: string; action_url: string | null; delivery_id: string }[] = [];
   const s = http.createServer((req, res) => {
@@ -162,7 +162,7 @@ export async function refusingReceiver(refuse: string) {
     req.on('end', () => {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
       seen.push(body);
-      res.writeHead(body.user_id === refuse ? 500 : 200, { 'content-type': 'application/json' }).end('{}');
+      res.writeHead(body.user_id === refuse ? 422 : 200, { 'content-type': 'application/json' }).end('{}');
     });
   });
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));

@@ -85,9 +85,13 @@ const isStringArray = (v: unknown): v is string[] =>
 export async function startFakeWonderPush(options: {
   accessToken: string;
   answer?: (r: Received) => Answer | undefined;
+  /** Called after a delivery was made and before it is answered: a test may hold the answer. */
+  hold?: (r: Received) => Promise<void> | undefined;
 }) {
   let n = 0;
-  return serve((r) => {
+  // Every delivery made: one entry per call that reached the deliveries API and was accepted.
+  const sent: { targetUserIds: string[] }[] = [];
+  const fake = await serve(async (r) => {
     const fail = (status: number, code: string, message: string): Answer => ({
       status,
       body: { error: { status, code, message } },
@@ -103,8 +107,11 @@ export async function startFakeWonderPush(options: {
     const custom = options.answer?.(r);
     if (custom) return custom;
     n += 1;
+    sent.push({ targetUserIds: b.targetUserIds });
+    await options.hold?.(r);
     return { status: 202, body: { success: true, notificationId: `wp-notif-${n}` } };
   });
+  return { ...fake, sent };
 }
 
 // ---- OneSignal: POST /notifications, Authorization: Key <REST API key> ----
@@ -112,10 +119,21 @@ export async function startFakeWonderPush(options: {
 export async function startFakeOneSignal(options: {
   appId: string;
   restApiKey: string;
-  subscribedExternalIds: string[];
+  /** External ids with a subscribed device; `all` for every id. */
+  subscribedExternalIds: string[] | 'all';
+  /** Answers instead of OneSignal before anything is sent (a 429 with Retry-After, a 500...). */
+  answer?: (r: Received) => Answer | undefined;
+  /** Called after a notification was created and before it is answered: a test may hold the answer. */
+  hold?: (r: Received) => Promise<void> | undefined;
 }) {
   let n = 0;
-  return serve((r) => {
+  // As OneSignal does, a repeated idempotency_key answers with the first request's answer and
+  // creates nothing new; `sent` lists the notifications really created.
+  const byKey = new Map<string, Answer>();
+  const sent: { id: string; key: string | null; externalIds: string[] }[] = [];
+  const subscribed = (id: string) =>
+    options.subscribedExternalIds === 'all' || options.subscribedExternalIds.includes(id);
+  const fake = await serve(async (r) => {
     if (r.method !== 'POST' || r.url.pathname !== '/notifications')
       return { status: 404, body: { errors: ['Not found'] } };
     if (r.headers.authorization !== `Key ${options.restApiKey}`) {
@@ -136,13 +154,33 @@ export async function startFakeOneSignal(options: {
       return { status: 400, body: { errors: ['target_channel is required when targeting aliases'] } };
     if (typeof b.contents?.en !== 'string')
       return { status: 400, body: { errors: ['Notification contents must have an English language entry'] } };
-    if (!ids.some((id) => options.subscribedExternalIds.includes(id))) {
+    const key = typeof b.idempotency_key === 'string' ? b.idempotency_key : null;
+    const seen = key ? byKey.get(key) : undefined;
+    if (seen) return seen;
+    const custom = options.answer?.(r);
+    if (custom) return custom;
+    let answer: Answer;
+    if (!ids.some(subscribed)) {
       // OneSignal answers 200 with errors and an empty id when nobody can receive it.
-      return { status: 200, body: { id: '', errors: ['All included players are not subscribed'] } };
+      answer = { status: 200, body: { id: '', errors: ['All included players are not subscribed'] } };
+    } else {
+      n += 1;
+      const id = `os-${n}-8f6c2e2a`;
+      const invalid = ids.filter((x) => !subscribed(x));
+      sent.push({ id, key, externalIds: ids.filter(subscribed) });
+      answer = {
+        status: 200,
+        body:
+          invalid.length > 0
+            ? { id, errors: { invalid_aliases: { external_id: invalid } } }
+            : { id, external_id: null },
+      };
     }
-    n += 1;
-    return { status: 200, body: { id: `os-${n}-8f6c2e2a`, external_id: null } };
+    if (key) byKey.set(key, answer);
+    await options.hold?.(r);
+    return answer;
   });
+  return { ...fake, sent };
 }
 
 // ---- Webhook receiver: checks X-Tally-Signature over the raw body ----
@@ -157,8 +195,16 @@ export interface WebhookBody {
   timestamp: number;
 }
 
-export async function startFakeWebhook(options: { secret: string; status?: number }) {
+export async function startFakeWebhook(options: {
+  secret: string;
+  status?: number;
+  /** Answers instead of the receiver, after the signature is checked (a 503, a 429...). */
+  answer?: (r: Received) => Answer | undefined;
+}) {
   const verified: WebhookBody[] = [];
+  // A well-behaved receiver delivers each Idempotency-Key once and answers a repeat as the first time.
+  const delivered: WebhookBody[] = [];
+  const byKey = new Map<string, Answer>();
   const fake = await serve((r) => {
     const expected = `sha256=${createHmac('sha256', options.secret).update(r.raw).digest('hex')}`;
     const got = String(r.headers['x-tally-signature'] ?? '');
@@ -167,10 +213,18 @@ export async function startFakeWebhook(options: { secret: string; status?: numbe
     if (String(r.body?.timestamp) !== r.headers['x-tally-timestamp'])
       return { status: 400, body: { error: 'timestamp mismatch' } };
     verified.push(r.body);
+    const key = typeof r.headers['idempotency-key'] === 'string' ? r.headers['idempotency-key'] : null;
+    const seen = key ? byKey.get(key) : undefined;
+    if (seen) return seen;
+    const custom = options.answer?.(r);
+    if (custom) return custom;
     if (options.status && options.status >= 300) return { status: options.status, body: { error: 'receiver is down' } };
-    return { status: options.status ?? 200, body: { id: `wh-${verified.length}` } };
+    delivered.push(r.body);
+    const answer = { status: options.status ?? 200, body: { id: `wh-${verified.length}` } };
+    if (key) byKey.set(key, answer);
+    return answer;
   });
-  return { ...fake, verified };
+  return { ...fake, verified, delivered };
 }
 
 // ---- Web Push service ----

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import { type CampaignEngine, runDueCampaigns, runTriggers } from '../services/campaign-runs.js';
 import type { Clock } from '../services/context.js';
+import { sweepPending } from '../services/push-sweeper.js';
 import { enforceRetention } from '../services/retention.js';
 import type { Database } from '../storage/db.js';
 import { DEDUP_WINDOW_DAYS, purgeDedupRowsBefore, refreshSandboxStatistics } from '../storage/events.js';
@@ -12,6 +13,7 @@ export const PURGE_EVENT_DEDUP = 'purge-event-dedup';
 export const REFRESH_SANDBOX_STATISTICS = 'refresh-sandbox-statistics';
 export const CAMPAIGN_TICK = 'campaign-tick';
 export const CAMPAIGN_TRIGGERS = 'campaign-triggers';
+export const PUSH_SWEEP = 'push-sweep';
 
 export const ENFORCE_RETENTION = 'enforce-retention';
 
@@ -40,6 +42,15 @@ export function jobDefinitions(
           pollingIntervalSeconds: 0.5,
           async run() {
             await runTriggers(campaigns);
+          },
+        },
+        {
+          // Deliveries a crash left `pending`: resent under their idempotency key, or marked
+          // unknown (services/push-sweeper.ts); also run once when an instance starts.
+          name: PUSH_SWEEP,
+          cron: '* * * * *',
+          async run() {
+            await sweepPending(campaigns, campaigns.ctx.config.pushPendingStaleMs);
           },
         },
       ]

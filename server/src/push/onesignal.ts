@@ -9,7 +9,10 @@
 //     "target_channel": "push",
 //     "headings": { "en": "<title>" }, "contents": { "en": "<message>" },
 //     "url": "<tracked click link>",                              (only with an action URL)
-//     "data": { "tally_delivery_id": "<deliveryId>" } }
+//     "data": { "tally_delivery_id": "<deliveryId>" },
+//     "idempotency_key": "<deliveryId, or the batch id>" }
+// OneSignal keeps an idempotency_key for 30 days: a request repeating one answers with the first
+// notification and sends nothing new, so Tally retries and resends after a crash under the same key.
 // Answer: 200 `{ "id": "<notification id>", ... }`. A 200 can carry `errors` with an empty id
 // (for example no subscribed device for that external id): nothing was sent, so it is a refusal.
 // Campaigns target up to 2,000 external ids per call; a 200 with an id may list some of them under
@@ -30,6 +33,7 @@ export const ONESIGNAL_BASE_URL = 'https://api.onesignal.com';
 
 export class OneSignalProvider implements PushProvider {
   readonly kind = 'onesignal' as const;
+  readonly idempotent = true;
   readonly maxRecipientsPerCall = 2_000;
 
   constructor(private readonly options: { appId: string; restApiKey: string; baseUrl?: string }) {}
@@ -40,6 +44,7 @@ export class OneSignalProvider implements PushProvider {
       m.title,
       m.message,
       { tally_delivery_id: m.deliveryId },
+      m.idempotencyKey,
       m.actionUrl,
     );
     return { providerMessageId: answer.id, recipients: answer.recipients, delivered: !answer.hasErrors };
@@ -51,6 +56,7 @@ export class OneSignalProvider implements PushProvider {
       b.title,
       b.message,
       { tally_batch_id: b.batchId },
+      b.batchId,
       b.actionUrl,
     );
     return { providerMessageId: answer.id, delivered: !answer.hasErrors, failedExternalIds: answer.invalid };
@@ -61,6 +67,7 @@ export class OneSignalProvider implements PushProvider {
     title: string,
     message: string,
     data: Record<string, string>,
+    idempotencyKey: string,
     actionUrl?: string,
   ) {
     const { restApiKey } = this.options;
@@ -71,6 +78,7 @@ export class OneSignalProvider implements PushProvider {
       headings: { en: title },
       contents: { en: message },
       data,
+      idempotency_key: idempotencyKey,
     };
     if (actionUrl) body.url = actionUrl;
     const answer = await request(
@@ -96,7 +104,9 @@ export class OneSignalProvider implements PushProvider {
       const reason = /not subscribed/i.test(answer.text)
         ? 'OneSignal found no subscribed device for this user (it answered without a notification id), so nothing was sent.'
         : 'OneSignal answered without a notification id, so nothing was sent.';
-      throw refusal(this.kind, answer, [restApiKey], reason);
+      const err = refusal(this.kind, answer, [restApiKey], reason);
+      err.kind = 'no_device';
+      throw err;
     }
     const invalid = (errors as { invalid_aliases?: { external_id?: unknown } } | null)?.invalid_aliases?.external_id;
     return {

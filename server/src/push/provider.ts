@@ -16,6 +16,11 @@ export interface PushMessage {
   user: PushUser;
   /** Our delivery id, for providers that carry it (webhook body, Web Push payload). */
   deliveryId: string;
+  /**
+   * The key a provider with idempotency uses to recognise a repeat of this send (the delivery id):
+   * a retry or the sweeper's resend carries the same key, so the user gets one notification.
+   */
+  idempotencyKey: string;
   title: string;
   message: string;
   /** Our tracked click link (never the caller's action_url), or undefined. */
@@ -35,7 +40,7 @@ export interface PushResult {
 export interface PushBatch {
   app: AppRow;
   users: PushUser[];
-  /** Our id of the batch: its tracked click link is /v1/r/{batchId}. */
+  /** Our id of the batch: its tracked click link is /v1/r/{batchId}; also its idempotency key. */
   batchId: string;
   title: string;
   message: string;
@@ -52,6 +57,11 @@ export interface BatchResult {
 
 export interface PushProvider {
   readonly kind: ProviderKind;
+  /**
+   * True when the provider recognises a repeated idempotency key and sends nothing new (OneSignal;
+   * our webhook, whose receiver is told to): a send whose answer was lost can be repeated safely.
+   */
+  readonly idempotent: boolean;
   send(message: PushMessage): Promise<PushResult>;
   /** Providers that take many recipients per call: the most per call, and the call. */
   readonly maxRecipientsPerCall?: number;
@@ -63,7 +73,15 @@ export interface PushProvider {
  * `reason` is ours and may be shown to callers; `detail` (an excerpt of the provider's reply,
  * secrets removed) is for the server log only.
  */
+/** Why a send failed, when it is not a plain refusal: counted apart in campaign figures. */
+export type FailureKind = 'no_device' | 'subscription_gone';
+
 export class ProviderError extends Error {
+  /** How long the provider asked us to wait before trying again (its Retry-After), if it did. */
+  retryAfterMs: number | null = null;
+  /** `no_device`: the user has nothing to receive it; `subscription_gone`: every subscription was pruned. */
+  kind: FailureKind | null = null;
+
   constructor(
     readonly provider: ProviderKind,
     readonly status: number | null,
@@ -72,6 +90,16 @@ export class ProviderError extends Error {
   ) {
     super(reason);
   }
+}
+
+/** Retry-After as milliseconds: delay-seconds or an HTTP date (RFC 9110 §10.2.3); null otherwise. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
+  if (!value) return null;
+  const v = value.trim();
+  if (/^\d{1,9}$/.test(v)) return Number(v) * 1000;
+  if (!/^[A-Za-z]{3}, /.test(v)) return null; // an HTTP date starts with its day name
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
 const TIMEOUT_MS = 10_000;
@@ -145,12 +173,14 @@ export function refusalReason(provider: ProviderKind, status: number): string {
 
 /** The refusal of an answer: our reason, and an excerpt of the reply (secrets removed) for the log. */
 export function refusal(provider: ProviderKind, answer: HttpAnswer, secrets: string[], reason?: string): ProviderError {
-  return new ProviderError(
+  const err = new ProviderError(
     provider,
     answer.status,
     reason ?? refusalReason(provider, answer.status),
     scrub(answer.text.trim(), secrets) || undefined,
   );
+  err.retryAfterMs = parseRetryAfter(answer.headers.get('retry-after'));
+  return err;
 }
 
 export const isSuccess = (status: number) => status >= 200 && status < 300;

@@ -6,6 +6,8 @@
 //   X-Tally-Timestamp: <unix seconds, also `timestamp` in the body, so it is signed>
 //   X-Tally-Signature: sha256=<hex HMAC-SHA256 of the raw body with the webhook secret>
 //   X-Tally-Delivery-Id: <deliveryId>
+//   Idempotency-Key: <deliveryId>   (the same on a retry or a resend after a crash: the receiver
+//                                    must deliver a key it has seen before only once)
 //   { "delivery_id", "app_id", "user_id" (external id), "title", "message",
 //     "action_url" (tracked click link or null), "timestamp" }
 // Answer: any 2xx is acceptance; an optional JSON `{ "id": "...", "recipients": n }` is recorded.
@@ -18,6 +20,7 @@ export function webhookSignature(secret: string, rawBody: string): string {
 
 export class WebhookProvider implements PushProvider {
   readonly kind = 'webhook' as const;
+  readonly idempotent = true;
 
   constructor(private readonly options: { url: string; secret: string; now: () => Date }) {}
 
@@ -42,6 +45,7 @@ export class WebhookProvider implements PushProvider {
           'x-tally-timestamp': String(timestamp),
           'x-tally-signature': webhookSignature(this.options.secret, raw),
           'x-tally-delivery-id': m.deliveryId,
+          'idempotency-key': m.idempotencyKey,
         },
         body: raw,
       },

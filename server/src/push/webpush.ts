@@ -41,17 +41,21 @@ export const generateVapidKeys = () => webPush.generateVAPIDKeys();
 
 export class WebPushProvider implements PushProvider {
   readonly kind = 'webpush' as const;
+  /** RFC 8030 has no idempotency key: a send whose answer was lost is never repeated. */
+  readonly idempotent = false;
 
   constructor(private readonly options: WebPushOptions) {}
 
   async send(m: PushMessage): Promise<PushResult> {
     const subscriptions = await this.options.subscriptions(m.app.id, m.user.id);
     if (subscriptions.length === 0) {
-      throw new ProviderError(
+      const err = new ProviderError(
         this.kind,
         null,
         'The user has no Web Push subscription: their browser must subscribe through the SDK first.',
       );
+      err.kind = 'no_device';
+      throw err;
     }
     const payload = JSON.stringify({
       title: m.title,
@@ -69,7 +73,9 @@ export class WebPushProvider implements PushProvider {
         subscriptions.length === 1
           ? first.reason
           : `None of the user's ${subscriptions.length} subscriptions accepted the message; first: ${first.reason}`;
-      throw new ProviderError(this.kind, first.status, reason);
+      const err = new ProviderError(this.kind, first.status, reason);
+      if (gone.length === subscriptions.length) err.kind = 'subscription_gone';
+      throw err;
     }
     return {
       providerMessageId: accepted.find((o) => o.location)?.location ?? null,

@@ -25,6 +25,8 @@ export const WONDERPUSH_BASE_URL = 'https://management-api.wonderpush.com';
 
 export class WonderPushProvider implements PushProvider {
   readonly kind = 'wonderpush' as const;
+  /** The deliveries API documents no idempotency key: a send whose answer was lost is never repeated. */
+  readonly idempotent = false;
   readonly maxRecipientsPerCall = 1_000;
 
   constructor(private readonly options: { accessToken: string; baseUrl?: string }) {}

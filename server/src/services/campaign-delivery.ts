@@ -3,14 +3,16 @@
 // recipient ({{first_name}}-style placeholders from user properties, then max_characters), sends
 // grouped by rendered text and, for providers that take many recipients per call (OneSignal,
 // WonderPush), batched within their per-call limit behind one tracked batch link. Every delivery
-// row is written `pending` before the provider is called and resolved after its answer.
+// row is written `pending` (with its send marked done, in one transaction) before the provider is
+// called, the call retried when the provider may take it later, and the row resolved after.
 import { uuidv7 } from '../ids.js';
-import { ProviderError } from '../push/provider.js';
+import type { BatchResult } from '../push/provider.js';
 import {
   campaignPushesSince,
   finishSends,
   insertBatch,
   insertPendingDeliveries,
+  linkSends,
   type PendingDelivery,
   resolveDeliveries,
   type SendRow,
@@ -18,9 +20,11 @@ import {
   targetUsersById,
 } from '../storage/campaign-sends.js';
 import type { CampaignRow } from '../storage/campaigns.js';
+import { inTransaction } from '../storage/handle.js';
 import type { AppRow } from '../storage/tenancy.js';
 import type { ServiceContext } from './context.js';
 import { clickLink, type PreparedProvider, prepareProvider } from './push.js';
+import { attempt, failedColumns } from './push-attempts.js';
 
 const DAY_MS = 86_400_000;
 
@@ -157,95 +161,90 @@ function pending(
   };
 }
 
-function failure(ctx: ServiceContext, prepared: PreparedProvider, err: unknown, campaignId: string): string {
-  const f =
-    err instanceof ProviderError
-      ? err
-      : new ProviderError(
-          prepared.row.provider,
-          null,
-          `The ${prepared.row.provider} adapter failed: ${(err as Error)?.message ?? err}`,
-        );
-  ctx.logger.warn(
-    {
-      campaign_id: campaignId,
-      provider: f.provider,
-      status: f.status,
-      reason: f.reason,
-      ...(f.detail ? { provider_reply: f.detail } : {}),
-    },
-    'campaign push refused',
-  );
-  return `${f.status ?? 'no answer'}: ${f.reason}`;
-}
-
 async function sendBatch(
   ctx: ServiceContext,
   app: AppRow,
   campaign: CampaignRow,
   prepared: PreparedProvider,
-  group: Recipient[],
+  all: Recipient[],
   text: string,
   linkBase: string,
 ) {
   const at = ctx.clock();
   const batchId = uuidv7(at.getTime());
-  await insertBatch(ctx.db, {
-    id: batchId,
-    app_id: app.id,
-    campaign_id: campaign.id,
-    action_url: campaign.action_url,
-    size: group.length,
-    created_at: at,
-  });
-  const rows = group.map((r) => pending(app, campaign, prepared, r, at, batchId));
-  await insertPendingDeliveries(ctx.db, rows);
-  await linkSends(ctx, app, group, rows);
+  const written = await writePending(ctx, app, campaign, prepared, all, at, batchId);
+  if (written.length === 0) return;
+  const group = written.map((w) => w.r);
+  const rows = written.map((w) => w.row);
   const idOf = new Map(group.map((r, i) => [r.user.external_id, rows[i]!.id]));
-  try {
-    const result = await prepared.provider.sendMany!({
-      app,
-      users: group.map((r) => r.user),
-      batchId,
-      title: campaign.title,
-      message: text,
-      actionUrl: campaign.action_url ? clickLink(linkBase, batchId) : undefined,
-    });
-    const failed = new Set(result.failedExternalIds);
-    const resolvedAt = ctx.clock();
-    await resolveDeliveries(ctx.db, app.id, [...failed].map((x) => idOf.get(x)!).filter(Boolean), {
-      status: 'failed',
-      provider_message_id: result.providerMessageId,
-      error: 'the provider could not target this user',
-      recipients: 0,
-      resolved_at: resolvedAt,
-    });
-    await resolveDeliveries(
-      ctx.db,
-      app.id,
-      group.filter((r) => !failed.has(r.user.external_id)).map((r) => idOf.get(r.user.external_id)!),
-      {
-        status: result.delivered ? 'delivered' : 'sent',
-        provider_message_id: result.providerMessageId,
-        error: null,
-        recipients: 1,
-        resolved_at: resolvedAt,
-      },
-    );
-  } catch (err) {
+  const { provider } = prepared;
+  const outcome = await attempt(
+    ctx,
+    provider,
+    () =>
+      provider.sendMany!({
+        app,
+        users: group.map((r) => r.user),
+        batchId,
+        title: campaign.title,
+        message: text,
+        actionUrl: campaign.action_url ? clickLink(linkBase, batchId) : undefined,
+      }),
+    { app_id: app.id, campaign_id: campaign.id, batch_id: batchId },
+  );
+  if (!outcome.ok) {
     await resolveDeliveries(
       ctx.db,
       app.id,
       rows.map((r) => r.id),
-      {
-        status: 'failed',
-        provider_message_id: null,
-        error: failure(ctx, prepared, err, campaign.id),
-        recipients: 0,
-        resolved_at: ctx.clock(),
-      },
+      failedColumns(outcome, ctx.clock()),
     );
+    return;
   }
+  await resolveBatch(
+    ctx,
+    app.id,
+    outcome.result,
+    outcome.attempts,
+    group.map((r) => r.user.external_id),
+    idOf,
+  );
+}
+
+/** Records a batch's answer: the external ids it could not target failed (no device), the rest sent. */
+export async function resolveBatch(
+  ctx: ServiceContext,
+  appId: string,
+  result: BatchResult,
+  attempts: number,
+  externalIds: string[],
+  idOf: Map<string, string>,
+) {
+  const failed = new Set(result.failedExternalIds);
+  const resolvedAt = ctx.clock();
+  await resolveDeliveries(ctx.db, appId, [...failed].map((x) => idOf.get(x)!).filter(Boolean), {
+    status: 'failed',
+    provider_message_id: result.providerMessageId,
+    error: 'the provider could not target this user (no device)',
+    recipients: 0,
+    resolved_at: resolvedAt,
+    attempts,
+    failure_kind: 'no_device',
+  });
+  await resolveDeliveries(
+    ctx.db,
+    appId,
+    externalIds.filter((x) => !failed.has(x)).map((x) => idOf.get(x)!),
+    {
+      status: result.delivered ? 'delivered' : 'sent',
+      provider_message_id: result.providerMessageId,
+      error: null,
+      recipients: 1,
+      resolved_at: resolvedAt,
+      attempts,
+      failure_kind: null,
+    },
+  );
 }
 
 async function sendOne(
@@ -256,44 +255,80 @@ async function sendOne(
   r: Recipient,
   linkBase: string,
 ) {
-  const at = ctx.clock();
-  const row = pending(app, campaign, prepared, r, at, null);
-  await insertPendingDeliveries(ctx.db, [row]);
-  await linkSends(ctx, app, [r], [row]);
-  try {
-    const result = await prepared.provider.send({
-      app,
-      user: r.user,
-      deliveryId: row.id,
-      title: campaign.title,
-      message: r.text,
-      actionUrl: campaign.action_url ? clickLink(linkBase, row.id) : undefined,
-    });
-    await resolveDeliveries(ctx.db, app.id, [row.id], {
-      status: result.delivered ? 'delivered' : 'sent',
-      provider_message_id: result.providerMessageId,
-      error: null,
-      recipients: result.recipients,
-      resolved_at: ctx.clock(),
-    });
-  } catch (err) {
-    await resolveDeliveries(ctx.db, app.id, [row.id], {
-      status: 'failed',
-      provider_message_id: null,
-      error: failure(ctx, prepared, err, campaign.id),
-      recipients: 0,
-      resolved_at: ctx.clock(),
-    });
+  const [written] = await writePending(ctx, app, campaign, prepared, [r], ctx.clock(), null);
+  if (!written) return;
+  const { row } = written;
+  const { provider } = prepared;
+  const outcome = await attempt(
+    ctx,
+    provider,
+    () =>
+      provider.send({
+        app,
+        user: r.user,
+        deliveryId: row.id,
+        idempotencyKey: row.id,
+        title: campaign.title,
+        message: r.text,
+        actionUrl: campaign.action_url ? clickLink(linkBase, row.id) : undefined,
+      }),
+    { app_id: app.id, campaign_id: campaign.id, delivery_id: row.id },
+  );
+  if (!outcome.ok) {
+    await resolveDeliveries(ctx.db, app.id, [row.id], failedColumns(outcome, ctx.clock()));
+    return;
   }
+  const result = outcome.result;
+  await resolveDeliveries(ctx.db, app.id, [row.id], {
+    status: result.delivered ? 'delivered' : 'sent',
+    provider_message_id: result.providerMessageId,
+    error: null,
+    recipients: result.recipients,
+    resolved_at: ctx.clock(),
+    attempts: outcome.attempts,
+    failure_kind: null,
+  });
 }
 
-async function linkSends(ctx: ServiceContext, app: AppRow, group: Recipient[], rows: PendingDelivery[]) {
-  const at = ctx.clock();
-  for (let i = 0; i < group.length; i++) {
-    await finishSends(ctx.db, app.id, [group[i]!.send.id], {
-      status: 'done',
-      delivery_id: rows[i]!.id,
-      updated_at: at,
-    });
-  }
+/**
+ * In one transaction: links each send to its new delivery (a send already linked, taken twice
+ * after the sweeper requeued it, is dropped), then writes the batch and the `pending` delivery
+ * rows of the sends linked. The provider is called only after this commits: no push without a
+ * record, and no record without its send marked done.
+ */
+async function writePending(
+  ctx: ServiceContext,
+  app: AppRow,
+  campaign: CampaignRow,
+  prepared: PreparedProvider,
+  group: Recipient[],
+  at: Date,
+  batchId: string | null,
+): Promise<{ r: Recipient; row: PendingDelivery }[]> {
+  const all = group.map((r) => ({ r, row: pending(app, campaign, prepared, r, at, batchId) }));
+  return inTransaction(ctx.db, async (tx) => {
+    const linked = await linkSends(
+      tx,
+      app.id,
+      all.map((w) => ({ sendId: w.r.send.id, deliveryId: w.row.id })),
+      at,
+    );
+    const kept = all.filter((w) => linked.has(w.r.send.id));
+    if (kept.length === 0) return kept;
+    if (batchId) {
+      await insertBatch(tx, {
+        id: batchId,
+        app_id: app.id,
+        campaign_id: campaign.id,
+        action_url: campaign.action_url,
+        size: kept.length,
+        created_at: at,
+      });
+    }
+    await insertPendingDeliveries(
+      tx,
+      kept.map((w) => w.row),
+    );
+    return kept;
+  });
 }

@@ -23,7 +23,7 @@ import {
   type OutboxRow,
   takeOutbox,
 } from '../storage/campaigns.js';
-import { inTransaction } from '../storage/handle.js';
+import { type Db, inTransaction } from '../storage/handle.js';
 import { type AppRow, findApp } from '../storage/tenancy.js';
 import { deliverSends } from './campaign-delivery.js';
 import { nextCronRun, quietHoursEnd } from './campaign-schedule.js';
@@ -62,12 +62,15 @@ async function runCampaign(engine: CampaignEngine, c: CampaignRow): Promise<void
   const app = await findApp(ctx.db, c.app_id);
   if (!app) return;
   const timeZone = await appTimeZone(ctx, app);
-  const claim = (patch: Partial<CampaignRow>) =>
-    moveCampaign(ctx.db, c.app_id, c.id, [c.status], { ...patch, updated_at: now }, c.next_run_at);
+  // The campaign's move and its occurrence's sends commit together (queueOccurrence): an instance
+  // stopped in between leaves the campaign due, and another run claims it again.
+  const claim =
+    (patch: Partial<CampaignRow>) =>
+    async (db: Db): Promise<boolean> =>
+      (await moveCampaign(db, c.app_id, c.id, [c.status], { ...patch, updated_at: now }, c.next_run_at)) !== undefined;
   switch (c.schedule_type) {
     case 'now':
     case 'scheduled': {
-      if (!(await claim({ status: 'sent', next_run_at: null, first_sent_at: now }))) return;
       const users = await audienceUsers(ctx, app, c);
       await queueOccurrence(
         engine,
@@ -75,13 +78,13 @@ async function runCampaign(engine: CampaignEngine, c: CampaignRow): Promise<void
         c,
         timeZone,
         users.map((user) => ({ user, occurrence: 'once' })),
+        claim({ status: 'sent', next_run_at: null, first_sent_at: now }),
       );
       return;
     }
     case 'recurring': {
       const next = nextCronRun(c.recurrence!, now, timeZone);
       const occurrence = `run:${c.next_run_at!.toISOString()}`;
-      if (!(await claim({ status: 'live', next_run_at: next, first_sent_at: c.first_sent_at ?? now }))) return;
       const users = await audienceUsers(ctx, app, c);
       await queueOccurrence(
         engine,
@@ -89,11 +92,13 @@ async function runCampaign(engine: CampaignEngine, c: CampaignRow): Promise<void
         c,
         timeZone,
         users.map((user) => ({ user, occurrence })),
+        claim({ status: 'live', next_run_at: next, first_sent_at: c.first_sent_at ?? now }),
       );
       return;
     }
     case 'slipping_away': {
-      if (!(await claim({ status: 'live', next_run_at: new Date(now.getTime() + SLIPPING_AWAY_SCAN_MS) }))) return;
+      if (!(await claim({ status: 'live', next_run_at: new Date(now.getTime() + SLIPPING_AWAY_SCAN_MS) })(ctx.db)))
+        return;
       const days = c.inactivity_days ?? DEFAULT_INACTIVITY_DAYS;
       const inactive = await inactiveUsers(ctx.db, app.id, new Date(now.getTime() - days * DAY_MS));
       const users = await inAudience(ctx, app, c, inactive);
@@ -109,7 +114,7 @@ async function runCampaign(engine: CampaignEngine, c: CampaignRow): Promise<void
     }
     case 'trigger':
       // Goes live at its start; its occurrences come from the trigger outbox.
-      await claim({ status: 'live', next_run_at: null });
+      await claim({ status: 'live', next_run_at: null })(ctx.db);
       return;
   }
 }
@@ -126,37 +131,47 @@ async function inAudience(ctx: ServiceContext, app: AppRow, c: CampaignRow, user
   return users.filter((u) => members.has(u.external_id));
 }
 
-/** Claims the occurrence's sends (the text generated once) and sends those not held by quiet hours. */
+/**
+ * Claims the occurrence's sends (the text generated once) and sends those not held by quiet hours.
+ * `claimCampaign`, when given, moves the campaign in the same transaction; if another run moved it
+ * first, nothing is claimed.
+ */
 async function queueOccurrence(
   engine: CampaignEngine,
   app: AppRow,
   c: CampaignRow,
   timeZone: string,
   targets: { user: TargetUser; occurrence: string }[],
+  claimCampaign?: (db: Db) => Promise<boolean>,
 ): Promise<void> {
   const { ctx } = engine;
-  if (targets.length === 0) return;
+  if (targets.length === 0) {
+    if (claimCampaign) await claimCampaign(ctx.db);
+    return;
+  }
   const now = ctx.clock();
   const message =
     c.prompt !== null ? await generateMessage(ctx, c.prompt, c.max_characters ?? 150, c.title) : (c.message ?? '');
   const notBefore = quietHoursEnd(now, app.push_quiet_hours, timeZone);
-  const claimed = await claimSends(
-    ctx.db,
-    targets.map(({ user, occurrence }) => ({
-      id: uuidv7(now.getTime()),
-      app_id: app.id,
-      campaign_id: c.id,
-      user_id: user.id,
-      occurrence,
-      status: 'queued',
-      reason: null,
-      message,
-      not_before: notBefore,
-      delivery_id: null,
-      created_at: now,
-      updated_at: now,
-    })),
-  );
+  const rows: SendRow[] = targets.map(({ user, occurrence }) => ({
+    id: uuidv7(now.getTime()),
+    app_id: app.id,
+    campaign_id: c.id,
+    user_id: user.id,
+    occurrence,
+    status: 'queued',
+    reason: null,
+    message,
+    not_before: notBefore,
+    delivery_id: null,
+    created_at: now,
+    updated_at: now,
+  }));
+  const claimed = await inTransaction(ctx.db, async (tx) => {
+    if (claimCampaign && !(await claimCampaign(tx))) return null;
+    return claimSends(tx, rows);
+  });
+  if (claimed === null) return;
   ctx.logger.info(
     { campaign_id: c.id, claimed: claimed.length, held_until: notBefore > now ? notBefore.toISOString() : undefined },
     'campaign occurrence queued',

@@ -128,6 +128,8 @@ function body(
       failed: f.failed,
       pending: f.pending,
       unknown: f.unknown,
+      no_device: f.no_device,
+      subscription_gone: f.subscription_gone,
     },
     rates: {
       delivery_rate: fraction(f.delivered, f.sent),

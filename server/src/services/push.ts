@@ -6,7 +6,7 @@ import { AppError, type FieldError, NotFoundError, ValidationError } from '../er
 import { isUuid, uuidv7 } from '../ids.js';
 import { composeMessage, finishGenerated } from '../push/composer.js';
 import { providerFor } from '../push/index.js';
-import { ProviderError, type ProviderKind, type PushProvider, type PushResult } from '../push/provider.js';
+import type { ProviderKind, PushProvider } from '../push/provider.js';
 import { open, SecretsUnreadableError, seal } from '../push/secrets.js';
 import { generateVapidKeys } from '../push/webpush.js';
 import { addBatchClick, findBatch } from '../storage/campaign-sends.js';
@@ -26,6 +26,7 @@ import type { AppRow } from '../storage/tenancy.js';
 import { findUserByIdentifier, type UserRow } from '../storage/users.js';
 import { getApp } from './admin.js';
 import type { ServiceContext } from './context.js';
+import { attempt, failedColumns } from './push-attempts.js';
 
 /** The body of PUT /admin/v1/apps/{app_id}/push-provider, as the contract defines it. */
 export type ProviderInput = PushProviderConfigure;
@@ -238,9 +239,10 @@ export async function prepareProvider(ctx: ServiceContext, app: AppRow): Promise
 }
 
 /**
- * Sends one notification to one known user through the app's provider and records the delivery.
- * Shared by POST /v1/sendpush and campaigns. Throws PUSH_NOT_CONFIGURED, or PROVIDER_ERROR (502)
- * after recording the failed delivery.
+ * Sends one notification to one known user through the app's provider and records the delivery:
+ * the row is written `pending` before the provider is called (if that insert fails, nothing is
+ * sent), the call is retried when the provider may take it later, and the answer is recorded.
+ * Throws PUSH_NOT_CONFIGURED, or PROVIDER_ERROR (502) after recording the failed delivery.
  */
 export async function deliver(
   ctx: ServiceContext,
@@ -281,44 +283,25 @@ export async function deliver(
     created_at: ctx.clock(),
     resolved_at: null,
   });
-  let result: PushResult;
-  try {
-    result = await provider.send({
-      app,
-      user,
-      deliveryId: id,
-      title: input.title,
-      message: input.message,
-      actionUrl: input.actionUrl ? clickLink(input.linkBase, id) : undefined,
-    });
-  } catch (err) {
-    const failure =
-      err instanceof ProviderError
-        ? err
-        : new ProviderError(
-            row.provider,
-            null,
-            `The ${row.provider} adapter failed: ${(err as Error)?.message ?? err}`,
-          );
-    await resolveDelivery(ctx.db, app.id, id, {
-      provider_message_id: null,
-      status: 'failed',
-      error: `${failure.status ?? 'no answer'}: ${failure.reason}`,
-      recipients: 0,
-      resolved_at: ctx.clock(),
-    });
-    // The provider's own reply goes to the log only, never to the caller.
-    ctx.logger.warn(
-      {
-        app_id: app.id,
-        delivery_id: id,
-        provider: failure.provider,
-        status: failure.status,
-        reason: failure.reason,
-        ...(failure.detail ? { provider_reply: failure.detail } : {}),
-      },
-      'push refused',
-    );
+  const outcome = await attempt(
+    ctx,
+    provider,
+    () =>
+      provider.send({
+        app,
+        user,
+        deliveryId: id,
+        idempotencyKey: id,
+        title: input.title,
+        message: input.message,
+        actionUrl: input.actionUrl ? clickLink(input.linkBase, id) : undefined,
+      }),
+    { app_id: app.id, delivery_id: id },
+  );
+  if (!outcome.ok) {
+    await resolveDelivery(ctx.db, app.id, id, failedColumns(outcome, ctx.clock()));
+    // The provider's own reply went to the log only, never to the caller.
+    const failure = outcome.error;
     throw new AppError(
       502,
       'PROVIDER_ERROR',
@@ -330,6 +313,7 @@ export async function deliver(
       },
     );
   }
+  const result = outcome.result;
   const status: DeliveryStatus = result.delivered ? 'delivered' : 'sent';
   return resolveDelivery(ctx.db, app.id, id, {
     provider_message_id: result.providerMessageId,
@@ -337,6 +321,8 @@ export async function deliver(
     error: null,
     recipients: result.recipients,
     resolved_at: ctx.clock(),
+    attempts: outcome.attempts,
+    failure_kind: null,
   });
 }
 

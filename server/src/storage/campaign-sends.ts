@@ -80,7 +80,7 @@ export async function sentSince(db: Knex, appId: string, campaignId: string, use
 /** Not per-app: the send worker takes due queued sends of every app and marks them `sending`. */
 export async function takeDueSends(db: Knex, now: Date, limit: number): Promise<SendRow[]> {
   const { rows } = await db.raw(
-    `update campaign_sends set status = 'sending', updated_at = ?
+    `update campaign_sends set status = 'sending', updated_at = ?, taken_at = now()
      where id in (select s.id from campaign_sends s
                   where s.status = 'queued' and s.not_before <= ?
                     and not exists (select 1 from campaigns c where c.app_id = s.app_id and c.id = s.campaign_id
@@ -122,6 +122,46 @@ export const finishSends = (db: Knex, appId: string, ids: string[], patch: Parti
 
 export const linkSendDelivery = (db: Knex, appId: string, id: string, deliveryId: string, at: Date) =>
   db('campaign_sends').where({ app_id: appId, id }).update({ delivery_id: deliveryId, updated_at: at });
+
+/**
+ * Marks sends `done` with their delivery id, each only if no delivery was linked to it yet (a send
+ * the sweeper put back in the queue may be taken twice): returns the ids of the sends linked now.
+ * Run in the transaction that writes the deliveries, so a send and its delivery row exist together.
+ */
+export async function linkSends(
+  db: Knex,
+  appId: string,
+  pairs: { sendId: string; deliveryId: string }[],
+  at: Date,
+): Promise<Set<string>> {
+  const linked = new Set<string>();
+  for (let i = 0; i < pairs.length; i += 1000) {
+    const part = pairs.slice(i, i + 1000);
+    const { rows } = await db.raw(
+      `update campaign_sends s set status = 'done', delivery_id = v.d, updated_at = ?
+       from unnest(?::uuid[], ?::uuid[]) as v(id, d)
+       where s.app_id = ? and s.id = v.id and s.delivery_id is null and s.status = 'sending'
+       returning s.id`,
+      [at, part.map((p) => p.sendId), part.map((p) => p.deliveryId), appId],
+    );
+    for (const r of rows as { id: string }[]) linked.add(r.id);
+  }
+  return linked;
+}
+
+/**
+ * Not per-app (the sweeper): sends taken from the queue more than `staleMs` ago (database clock)
+ * and still `sending` with no delivery go back to the queue.
+ */
+export async function requeueAbandonedSends(db: Knex, staleMs: number, now: Date): Promise<number> {
+  const result = await db.raw(
+    `update campaign_sends set status = 'queued', updated_at = ?
+     where status = 'sending' and delivery_id is null
+       and coalesce(taken_at, updated_at) < now() - ? * interval '1 millisecond'`,
+    [now, staleMs],
+  );
+  return result.rowCount ?? 0;
+}
 
 /**
  * The privacy erasure calls this in its transaction: the user's campaign sends that are queued
@@ -189,11 +229,13 @@ export const resolveDeliveries = (
   appId: string,
   ids: string[],
   patch: {
-    status: 'sent' | 'delivered' | 'failed';
+    status: 'sent' | 'delivered' | 'failed' | 'unknown';
     provider_message_id: string | null;
     error: string | null;
     recipients: number;
     resolved_at: Date;
+    attempts?: number;
+    failure_kind?: string | null;
   },
 ) =>
   ids.length === 0
@@ -207,6 +249,8 @@ export interface DeliveryFigures {
   delivered: number;
   failed: number;
   unknown: number;
+  no_device: number;
+  subscription_gone: number;
   clicked: number;
   first_at: Date | null;
   last_resolved_at: Date | null;
@@ -228,6 +272,8 @@ export async function deliveryFigures(
        count(*) filter (where d.status = 'delivered') as delivered,
        count(*) filter (where d.status = 'failed') as failed,
        count(*) filter (where d.status = 'unknown') as unknown,
+       count(*) filter (where d.status = 'failed' and d.failure_kind = 'no_device') as no_device,
+       count(*) filter (where d.status = 'failed' and d.failure_kind = 'subscription_gone') as subscription_gone,
        count(*) filter (where d.clicked_at is not null)
          + coalesce((select sum(least(b.clicks, b.size)) from push_batches b
                      where b.app_id = ? and b.id in (select distinct d2.batch_id from push_deliveries d2
@@ -245,6 +291,8 @@ export async function deliveryFigures(
     delivered: Number(r.delivered),
     failed: Number(r.failed),
     unknown: Number(r.unknown),
+    no_device: Number(r.no_device),
+    subscription_gone: Number(r.subscription_gone),
     clicked: Number(r.clicked),
     first_at: (r.first_at as Date | null) ?? null,
     last_resolved_at: (r.last_resolved_at as Date | null) ?? null,

@@ -43,7 +43,19 @@ export interface DeliveryRow {
   batch_id?: string | null;
   /** When the provider answered. */
   resolved_at: Date | null;
+  /** Calls made to the provider for this delivery (retries and resends included). */
+  attempts?: number;
+  /** When the sweeper last resent it (a `pending` row is stale some time after this or its creation). */
+  attempted_at?: Date | null;
+  /** Why it failed, when counted apart: `no_device`, `subscription_gone`; null for other failures. */
+  failure_kind?: string | null;
 }
+
+/** What is recorded when the provider answered (or the attempts ended). */
+export type DeliveryResolution = Pick<
+  DeliveryRow,
+  'status' | 'provider_message_id' | 'error' | 'recipients' | 'resolved_at' | 'attempts' | 'failure_kind'
+>;
 
 export const findProvider = (db: Knex, appId: string) =>
   db<PushProviderRow>('push_providers').where({ app_id: appId }).first();
@@ -66,15 +78,24 @@ export async function insertDelivery(db: Knex, row: Omit<DeliveryRow, 'clicked_a
   return saved as DeliveryRow;
 }
 
-/** Records the provider's answer on a pending delivery. */
+/**
+ * Records the provider's answer on a delivery still `pending`; a row the sweeper resolved in the
+ * meantime keeps its status. Returns the row as it is now.
+ */
 export async function resolveDelivery(
   db: Knex,
   appId: string,
   id: string,
-  patch: Pick<DeliveryRow, 'status' | 'provider_message_id' | 'error' | 'recipients' | 'resolved_at'>,
+  patch: DeliveryResolution,
 ): Promise<DeliveryRow> {
-  const [saved] = await db('push_deliveries').where({ app_id: appId, id }).update(patch).returning('*');
-  return saved as DeliveryRow;
+  const [saved] = await db('push_deliveries')
+    .where({ app_id: appId, id, status: 'pending' })
+    .update(patch)
+    .returning('*');
+  return (
+    (saved as DeliveryRow | undefined) ??
+    (await db<DeliveryRow>('push_deliveries').where({ app_id: appId, id }).first())!
+  );
 }
 
 /** Not per-app: a click link carries only the delivery id; the row says which app it belongs to. */
@@ -101,4 +122,31 @@ export const subscriptionsOf = (db: Knex, appId: string, userId: string, now: Da
 
 export async function deleteSubscriptions(db: Knex, appId: string, ids: string[]): Promise<void> {
   if (ids.length > 0) await db('push_subscriptions').where({ app_id: appId }).whereIn('id', ids).delete();
+}
+
+/**
+ * Not per-app (the sweeper): claims `pending` deliveries whose last attempt started more than
+ * `staleMs` ago by the database's clock (left by a crash), batches together, marking the attempt
+ * so that another sweeper skips them.
+ */
+export async function claimStaleDeliveries(db: Knex, staleMs: number, limit: number): Promise<DeliveryRow[]> {
+  const { rows } = await db.raw(
+    `update push_deliveries d set attempted_at = now(), attempts = d.attempts + 1
+     where (d.app_id, d.id) in (
+       select p.app_id, p.id from push_deliveries p
+       where p.status = 'pending' and p.attempted_at < now() - ? * interval '1 millisecond'
+       order by p.batch_id nulls last, p.created_at limit ? for update skip locked)
+     returning d.*`,
+    [staleMs, limit],
+  );
+  return rows as DeliveryRow[];
+}
+
+/** The external ids of these users of the app, by internal id. */
+export async function externalIds(db: Knex, appId: string, userIds: string[]): Promise<Map<string, string>> {
+  const rows: { id: string; external_id: string }[] = await db('users')
+    .where({ app_id: appId })
+    .whereIn('id', userIds)
+    .select('id', 'external_id');
+  return new Map(rows.map((r) => [r.id, r.external_id]));
 }

@@ -1106,6 +1106,14 @@ export type CampaignStatusStats = {
      * Left pending by a crash with a provider without idempotency: never resent.
      */
     unknown: number;
+    /**
+     * Of `failed`: the user had no device or subscription to receive it (not a provider refusal).
+     */
+    no_device: number;
+    /**
+     * Of `failed`: every Web Push subscription of the user was gone (404 or 410) and was removed.
+     */
+    subscription_gone: number;
 };
 
 /**

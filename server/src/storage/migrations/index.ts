@@ -14,6 +14,7 @@ import * as m011 from './011-segments-v2.js';
 import * as m013 from './013-mcp-sessions.js';
 import * as m014 from './014-campaigns.js';
 import * as m015 from './015-privacy.js';
+import * as m016 from './016-delivery.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001-tenancy': m001,
@@ -29,6 +30,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '013-mcp-sessions': m013,
   '014-campaigns': m014,
   '015-privacy': m015,
+  '016-delivery': m016,
 };
 
 const source: Knex.MigrationSource<string> = {

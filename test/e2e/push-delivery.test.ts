@@ -1,0 +1,363 @@
+// Push delivery you can trust, in one server: the delivery row is written `pending` before the
+// provider is called; 429 and 5xx answers are retried under the same idempotency key, honouring
+// Retry-After; permanent refusals are recorded and not retried; Web Push 404/410 prunes the
+// subscription; users without a device are failed with that reason and counted apart; the
+// sweeper resends what a crash left pending under its key (OneSignal) or marks it unknown
+// (WonderPush). Crashes of real processes are in push-crash.test.ts.
+import { createTallyClient, type TallyClient } from '@tally/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uuidv7 } from '../../server/src/ids.js';
+import { PUSH_SWEEP } from '../../server/src/jobs/index.js';
+import { runJob } from '../helpers/campaigns.js';
+import {
+  type FakeSubscription,
+  startFakeOneSignal,
+  startFakeWebhook,
+  startFakeWebPushService,
+  startFakeWonderPush,
+} from '../helpers/fake-push.js';
+import { HOOK_SECRET, OS_APP, OS_KEY, SECRET_KEY, WP_TOKEN } from '../helpers/push-setup.js';
+import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
+
+let server: TestServer;
+let admin: TallyClient;
+
+beforeAll(async () => {
+  // This server works the sweeper's queue only (no campaign jobs), with the real clock.
+  server = await startTestServer(
+    { SECRET_KEY, PUSH_ENDPOINT_ALLOWLIST: '127.0.0.1', CAMPAIGN_WORKERS: 'on' },
+    { jobs: (name) => name === PUSH_SWEEP },
+  );
+  admin = createTallyClient({ baseUrl: server.url, adminToken: server.config.adminToken });
+});
+afterAll(() => server?.close());
+
+const db = () => server.db.knex;
+const delivery = (id: string) => db()('push_deliveries').where({ id }).first();
+
+async function tenantWith(provider: Parameters<TallyClient['adminPushConfigure']>[0]['body'], ...users: string[]) {
+  const tenant = await server.createTenant();
+  for (const id of users) expect((await tenant.client.usersUpsert({ body: { user_id: id } })).error).toBeUndefined();
+  const { error } = await admin.adminPushConfigure({ path: { app_id: tenant.app.id }, body: provider });
+  expect(error).toBeUndefined();
+  return tenant;
+}
+
+const oneSignal = (baseUrl: string) =>
+  ({ provider: 'onesignal', onesignal_app_id: OS_APP, rest_api_key: OS_KEY, base_url: baseUrl }) as const;
+const wonderPush = (baseUrl: string) =>
+  ({ provider: 'wonderpush', access_token: WP_TOKEN, base_url: baseUrl }) as const;
+
+const send = (tenant: Tenant, user: string) =>
+  tenant.client.pushSend({
+    body: { user_id: user, title: 'Hello', message: 'A message', action_url: 'https://a.example/x' },
+  });
+
+describe('no push without a record', () => {
+  it('writes the delivery pending before the provider answers, and resolves it after', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const os = await startFakeOneSignal({
+      appId: OS_APP,
+      restApiKey: OS_KEY,
+      subscribedExternalIds: 'all',
+      hold: () => held,
+    });
+    try {
+      const tenant = await tenantWith(oneSignal(os.baseUrl), 'u1');
+      const sending = send(tenant, 'u1');
+      while (os.requests.length === 0) await new Promise((r) => setTimeout(r, 20));
+      // the provider has the request and has not answered: the row exists, pending
+      const key = os.requests[0]!.body.idempotency_key;
+      expect(await delivery(key)).toMatchObject({ status: 'pending', app_id: tenant.app.id });
+      release();
+      const sent = await sending;
+      expect(sent.data?.deliveryId).toBe(key);
+      expect(await delivery(key)).toMatchObject({ status: 'delivered', attempts: 1 });
+    } finally {
+      release();
+      await os.close();
+    }
+  });
+});
+
+describe('retries', () => {
+  it('retries a 429 after its Retry-After under the same idempotency key: one notification', async () => {
+    let calls = 0;
+    const os = await startFakeOneSignal({
+      appId: OS_APP,
+      restApiKey: OS_KEY,
+      subscribedExternalIds: 'all',
+      answer: () =>
+        ++calls === 1 ? { status: 429, body: { errors: ['Rate limit'] }, headers: { 'retry-after': '1' } } : undefined,
+    });
+    try {
+      const tenant = await tenantWith(oneSignal(os.baseUrl), 'u1');
+      const started = Date.now();
+      const sent = await send(tenant, 'u1');
+      expect(sent.error).toBeUndefined();
+      expect(os.requests).toHaveLength(2);
+      const keys = os.requests.map((r) => r.body.idempotency_key);
+      expect(keys).toEqual([sent.data!.deliveryId, sent.data!.deliveryId]);
+      expect(os.sent).toHaveLength(1);
+      // the second call waited for the second the provider asked for
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+      expect(await delivery(sent.data!.deliveryId)).toMatchObject({ status: 'delivered', attempts: 2, error: null });
+    } finally {
+      await os.close();
+    }
+  });
+
+  it('retries 500s from a provider with idempotency keys under the same key, with backoff', async () => {
+    let calls = 0;
+    // two 500s, then the notification is created: every call carries the delivery's key
+    const flaky = await startFakeOneSignal({
+      appId: OS_APP,
+      restApiKey: OS_KEY,
+      subscribedExternalIds: 'all',
+      answer: () => (++calls <= 2 ? { status: 500, body: { errors: ['Internal error'] } } : undefined),
+    });
+    try {
+      const tenant = await tenantWith(oneSignal(flaky.baseUrl), 'u1');
+      const sent = await send(tenant, 'u1');
+      expect(sent.error).toBeUndefined();
+      expect(flaky.requests).toHaveLength(3);
+      expect(new Set(flaky.requests.map((r) => r.body.idempotency_key))).toEqual(new Set([sent.data!.deliveryId]));
+      expect(flaky.sent).toHaveLength(1);
+      expect(await delivery(sent.data!.deliveryId)).toMatchObject({ status: 'delivered', attempts: 3 });
+    } finally {
+      await flaky.close();
+    }
+  });
+
+  it('retries a webhook answering 503 under the same Idempotency-Key; the receiver delivers it once', async () => {
+    let calls = 0;
+    const hook = await startFakeWebhook({
+      secret: HOOK_SECRET,
+      answer: () => (++calls === 1 ? { status: 503, body: { error: 'busy' } } : undefined),
+    });
+    try {
+      const tenant = await tenantWith(
+        { provider: 'webhook', webhook_url: `${hook.baseUrl}/push`, webhook_secret: HOOK_SECRET },
+        'u1',
+      );
+      const sent = await send(tenant, 'u1');
+      expect(sent.error).toBeUndefined();
+      expect(hook.requests.map((r) => r.headers['idempotency-key'])).toEqual([
+        sent.data!.deliveryId,
+        sent.data!.deliveryId,
+      ]);
+      expect(hook.delivered).toHaveLength(1);
+      // a crash after the receiver took it: the sweeper's resend carries the key, nothing new is delivered
+      await db()('push_deliveries')
+        .where({ id: sent.data!.deliveryId })
+        .update({ status: 'pending', attempted_at: db().raw(`now() - interval '10 minutes'`) });
+      await runJob(server, PUSH_SWEEP);
+      expect(hook.requests).toHaveLength(3);
+      expect(hook.delivered).toHaveLength(1);
+      expect(await delivery(sent.data!.deliveryId)).toMatchObject({ status: 'delivered', attempts: 3 });
+    } finally {
+      await hook.close();
+    }
+  });
+
+  it('records a permanent refusal with its reason and does not retry it', async () => {
+    const os = await startFakeOneSignal({
+      appId: OS_APP,
+      restApiKey: OS_KEY,
+      subscribedExternalIds: 'all',
+      answer: () => ({ status: 400, body: { errors: ['Message Notifications must have English language content'] } }),
+    });
+    try {
+      const tenant = await tenantWith(oneSignal(os.baseUrl), 'u1');
+      const sent = await send(tenant, 'u1');
+      expect(sent.response.status).toBe(502);
+      expect(sent.error).toMatchObject({ code: 'PROVIDER_ERROR', details: { provider: 'onesignal', status: 400 } });
+      expect(os.requests).toHaveLength(1);
+      const row = await db()('push_deliveries').where({ app_id: tenant.app.id }).first();
+      expect(row).toMatchObject({ status: 'failed', attempts: 1, failure_kind: null });
+      expect(row.error).toMatch(/^400: OneSignal rejected the request as invalid/);
+    } finally {
+      await os.close();
+    }
+  });
+
+  it('retries a 429 from WonderPush, but not a 500 (it has no idempotency key: the 500 may have sent it)', async () => {
+    let calls = 0;
+    const wp = await startFakeWonderPush({
+      accessToken: WP_TOKEN,
+      answer: () => {
+        calls += 1;
+        if (calls === 1) return { status: 429, body: { error: { status: 429 } }, headers: { 'retry-after': '1' } };
+        if (calls === 3) return { status: 500, body: { error: { status: 500 } } };
+        return undefined;
+      },
+    });
+    try {
+      const tenant = await tenantWith(wonderPush(wp.baseUrl), 'u1');
+      const first = await send(tenant, 'u1');
+      expect(first.error).toBeUndefined();
+      expect(wp.requests).toHaveLength(2);
+      expect(wp.sent).toHaveLength(1);
+      const second = await send(tenant, 'u1');
+      expect(second.response.status).toBe(502);
+      expect(wp.requests).toHaveLength(3);
+      const rows = await db()('push_deliveries').where({ app_id: tenant.app.id }).orderBy('created_at');
+      expect(rows.map((r) => [r.status, r.attempts])).toEqual([
+        ['delivered', 2],
+        ['failed', 1],
+      ]);
+    } finally {
+      await wp.close();
+    }
+  });
+
+  it('does not wait for a Retry-After beyond a minute: the delivery fails with the reason', async () => {
+    const os = await startFakeOneSignal({
+      appId: OS_APP,
+      restApiKey: OS_KEY,
+      subscribedExternalIds: 'all',
+      answer: () => ({ status: 429, body: { errors: ['Rate limit'] }, headers: { 'retry-after': '3600' } }),
+    });
+    try {
+      const tenant = await tenantWith(oneSignal(os.baseUrl), 'u1');
+      const sent = await send(tenant, 'u1');
+      expect(sent.error).toMatchObject({ details: { status: 429 } });
+      expect(os.requests).toHaveLength(1);
+    } finally {
+      await os.close();
+    }
+  });
+});
+
+describe('subscription hygiene', () => {
+  it('prunes a Web Push subscription answering 410, then fails the user as having no device; counted apart', async () => {
+    const service = await startFakeWebPushService();
+    try {
+      const tenant = await tenantWith({ provider: 'webpush', vapid_subject: 'mailto:ops@example.com' }, 'b1');
+      const user = await db()('users').where({ app_id: tenant.app.id, external_id: 'b1' }).first();
+      const gone: FakeSubscription = service.subscribe(410);
+      await db()('push_subscriptions').insert({
+        id: uuidv7(),
+        app_id: tenant.app.id,
+        user_id: user.id,
+        endpoint: gone.endpoint,
+        p256dh: gone.p256dh,
+        auth: gone.auth,
+      });
+      const first = await send(tenant, 'b1');
+      expect(first.response.status).toBe(502);
+      expect(service.problems).toEqual([]);
+      expect(Number((await db()('push_subscriptions').where({ app_id: tenant.app.id }).count('* as n'))[0]!.n)).toBe(0);
+      const second = await send(tenant, 'b1');
+      expect(second.response.status).toBe(502);
+      const rows = await db()('push_deliveries').where({ app_id: tenant.app.id }).orderBy('created_at');
+      expect(rows.map((r) => [r.status, r.failure_kind, r.attempts])).toEqual([
+        ['failed', 'subscription_gone', 1],
+        ['failed', 'no_device', 1],
+      ]);
+      const [a, b] = await Promise.all(
+        rows.map((r) => tenant.client.pushCampaignStatus({ path: { campaign_id: r.id } })),
+      );
+      expect(a!.data!.stats).toMatchObject({ failed: 1, subscription_gone: 1, no_device: 0 });
+      expect(b!.data!.stats).toMatchObject({ failed: 1, subscription_gone: 0, no_device: 1 });
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('fails a OneSignal user without a subscribed device with that reason (not retried)', async () => {
+    const os = await startFakeOneSignal({ appId: OS_APP, restApiKey: OS_KEY, subscribedExternalIds: [] });
+    try {
+      const tenant = await tenantWith(oneSignal(os.baseUrl), 'u1');
+      const sent = await send(tenant, 'u1');
+      expect(sent.response.status).toBe(502);
+      expect(os.requests).toHaveLength(1);
+      const row = await db()('push_deliveries').where({ app_id: tenant.app.id }).first();
+      expect(row).toMatchObject({ status: 'failed', failure_kind: 'no_device' });
+      expect(row.error).toMatch(/no subscribed device/);
+    } finally {
+      await os.close();
+    }
+  });
+});
+
+describe('the sweeper', () => {
+  /** Makes a delivery look like a crash left it: pending, its attempt ten minutes old. */
+  const abandon = (id: string) =>
+    db()('push_deliveries')
+      .where({ id })
+      .update({ status: 'pending', resolved_at: null, attempted_at: db().raw(`now() - interval '10 minutes'`) });
+
+  const pendingRow = async (tenant: Tenant, user: string, provider: string) => {
+    const u = await db()('users').where({ app_id: tenant.app.id, external_id: user }).first();
+    const id = uuidv7();
+    await db()('push_deliveries').insert({
+      id,
+      app_id: tenant.app.id,
+      user_id: u.id,
+      provider,
+      title: 'Left',
+      message: 'behind',
+      generated: false,
+      status: 'pending',
+      recipients: 0,
+      created_at: new Date(),
+      attempted_at: db().raw(`now() - interval '10 minutes'`),
+    });
+    return id;
+  };
+
+  it('resends OneSignal deliveries left pending under their key: sent ones are not sent again', async () => {
+    const os = await startFakeOneSignal({ appId: OS_APP, restApiKey: OS_KEY, subscribedExternalIds: 'all' });
+    try {
+      const tenant = await tenantWith(oneSignal(os.baseUrl), 'u1', 'u2');
+      // u1: the provider sent it, the crash came before the answer was recorded
+      const sent = await send(tenant, 'u1');
+      await abandon(sent.data!.deliveryId);
+      // u2: the crash came after the row was written, before the provider was called
+      const never = await pendingRow(tenant, 'u2', 'onesignal');
+      await runJob(server, PUSH_SWEEP);
+      expect(os.sent.map((s) => s.externalIds)).toEqual([['u1'], ['u2']]);
+      expect(os.requests.map((r) => r.body.idempotency_key)).toEqual([
+        sent.data!.deliveryId,
+        expect.any(String),
+        expect.any(String),
+      ]);
+      expect(new Set(os.requests.slice(1).map((r) => r.body.idempotency_key))).toEqual(
+        new Set([sent.data!.deliveryId, never]),
+      );
+      expect(await delivery(sent.data!.deliveryId)).toMatchObject({ status: 'delivered', attempts: 2 });
+      expect(await delivery(never)).toMatchObject({ status: 'delivered' });
+    } finally {
+      await os.close();
+    }
+  });
+
+  it('marks WonderPush deliveries left pending unknown, never resent, and reports them', async () => {
+    const wp = await startFakeWonderPush({ accessToken: WP_TOKEN });
+    try {
+      const tenant = await tenantWith(wonderPush(wp.baseUrl), 'u1');
+      const id = await pendingRow(tenant, 'u1', 'wonderpush');
+      await runJob(server, PUSH_SWEEP);
+      expect(wp.requests).toHaveLength(0);
+      const row = await delivery(id);
+      expect(row).toMatchObject({ status: 'unknown' });
+      expect(row.error).toMatch(/no idempotency key/);
+      const status = await tenant.client.pushCampaignStatus({ path: { campaign_id: id } });
+      expect(status.data!.stats).toMatchObject({ total_recipients: 1, unknown: 1, pending: 0, sent: 0, failed: 0 });
+      // a fresh pending row (an instance still waiting for its answer) is left alone
+      const fresh = await pendingRow(tenant, 'u1', 'wonderpush');
+      await db()('push_deliveries')
+        .where({ id: fresh })
+        .update({ attempted_at: db().raw('now()') });
+      await runJob(server, PUSH_SWEEP);
+      expect((await delivery(fresh)).status).toBe('pending');
+      await db()('push_deliveries').where({ id: fresh }).delete();
+    } finally {
+      await wp.close();
+    }
+  });
+});
