@@ -3,43 +3,25 @@
 // time zone and today's date; and, as the last resort, the sandbox relations for writing SQL.
 import type { LanguageContext } from './language.js';
 
+type PropertyWords = LanguageContext['lexicon']['userProperties'] extends Map<string, infer P> ? P : never;
+
+/** A property as the model reads it: its key, and a few sample values or that it is a number. */
+function describeProperty(p: PropertyWords): string {
+  if (p.numeric) return `${p.key} (number)`;
+  if (!p.values.length) return p.key;
+  return `${p.key} (e.g. ${p.values
+    .slice(0, 5)
+    .map((v) => v.value)
+    .join(', ')})`;
+}
+
 function vocabulary(lc: LanguageContext): string {
   const lines: string[] = [];
   for (const e of lc.lexicon.events.slice(0, 60)) {
-    const props = e.properties
-      .slice(0, 15)
-      .map(
-        (p) =>
-          `${p.key}${
-            p.numeric
-              ? ' (number)'
-              : p.values.length
-                ? ` (e.g. ${p.values
-                    .slice(0, 5)
-                    .map((v) => v.value)
-                    .join(', ')})`
-                : ''
-          }`,
-      )
-      .join('; ');
+    const props = e.properties.slice(0, 15).map(describeProperty).join('; ');
     lines.push(`- event "${e.name}"${e.displayName ? ` ("${e.displayName}")` : ''}: ${props || 'no properties'}`);
   }
-  const users = [...lc.lexicon.userProperties.values()]
-    .slice(0, 30)
-    .map(
-      (p) =>
-        `${p.key}${
-          p.numeric
-            ? ' (number)'
-            : p.values.length
-              ? ` (e.g. ${p.values
-                  .slice(0, 5)
-                  .map((v) => v.value)
-                  .join(', ')})`
-              : ''
-        }`,
-    )
-    .join('; ');
+  const users = [...lc.lexicon.userProperties.values()].slice(0, 30).map(describeProperty).join('; ');
   lines.push(`- user properties: ${users || 'none'}; user columns: email, phone, user_id`);
   lines.push(`- money: ${lc.lexicon.moneyKey ? `"$revenue" (the events' ${lc.lexicon.moneyKey})` : 'none'}`);
   return lines.join('\n');
