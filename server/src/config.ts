@@ -145,6 +145,7 @@ const envSchema = z.object({
   EMBEDDED_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
   CAMPAIGN_WORKERS: z.enum(['on', 'off']).default('on'),
   PUSH_PENDING_STALE_SECONDS: z.coerce.number().int().positive().max(86_400).default(120),
+  MCP_CAMPAIGN_LEAD_MINUTES: z.coerce.number().int().min(1).max(10_080).default(15),
 });
 
 export interface Config {
@@ -178,6 +179,8 @@ export interface Config {
   readonly campaignWorkers: boolean;
   /** A `pending` delivery whose last attempt is older than this was left by a crash (the sweeper resolves it). */
   readonly pushPendingStaleMs: number;
+  /** The least time between an MCP campaign's creation and its first send, so that a person can review or pause it. */
+  readonly mcpCampaignLeadMinutes: number;
   /** Validate responses against the contract and fail on drift (tests); otherwise drift is logged. */
   readonly strictResponses: boolean;
 }
@@ -214,6 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedQueryTimeoutMs: e.EMBEDDED_QUERY_TIMEOUT_MS,
     campaignWorkers: e.CAMPAIGN_WORKERS === 'on',
     pushPendingStaleMs: e.PUSH_PENDING_STALE_SECONDS * 1000,
+    mcpCampaignLeadMinutes: e.MCP_CAMPAIGN_LEAD_MINUTES,
     strictResponses: e.NODE_ENV === 'test',
   });
 }

@@ -36,6 +36,8 @@ export async function startServer(
     writeCredentialsFile?: boolean;
     /** Which jobs this instance works (all by default; tests on a moved clock keep to their own). */
     jobs?: (name: string) => boolean;
+    /** The job queue's schema (default `pgboss`): a test server on a moved clock may keep a queue of its own. */
+    jobSchema?: string;
   } = {},
 ): Promise<RunningServer> {
   const database =
@@ -61,7 +63,7 @@ export async function startServer(
   await database.sandbox.confinement();
   const clock = options.clock ?? (() => new Date());
   registerCampaignErasure();
-  const jobs = new JobRunner(database, logger);
+  const jobs = new JobRunner(database, logger, { schema: options.jobSchema });
   // Ingestion wakes the trigger worker after a commit that wrote outbox rows (at most one queued
   // wake-up at a time; the minute tick catches anything missed).
   let wakeQueued = false;

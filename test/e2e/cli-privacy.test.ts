@@ -95,7 +95,13 @@ describe('tally users and audit', () => {
     const audit = await tally('audit', t.app.id, '--json');
     const trail = JSON.parse(audit.stdout);
     expect(trail.items.map((i: { action: string }) => i.action)).toEqual(['user.erase', 'user.export']);
-    expect(trail.items[0]).toMatchObject({ actor: 'admin', user_id: 'cli-alias', counts: { events: 100 } });
+    expect(trail.items[0]).toMatchObject({
+      actor: 'admin',
+      actor_kind: 'admin',
+      user_id: 'cli-alias',
+      campaign_id: null,
+      counts: { events: 100 },
+    });
     const human = await tally('audit', t.app.id);
     expect(human.stdout).toMatch(/^2 audit entries/);
     expect(human.stdout).toContain('user.erase  "cli-alias"  by admin');

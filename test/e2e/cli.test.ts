@@ -395,6 +395,8 @@ describe('tally campaigns', () => {
     expect((await json('campaigns', 'resume', created.campaign_id)).status).toBe('scheduled');
     const human = await tally('campaigns', 'show', created.campaign_id);
     expect(human.stdout).toContain('cart_abandoned');
+    expect(human.stdout).toContain('created by: the admin API or CLI');
+    expect(shown.created_by).toEqual({ kind: 'admin', key_id: null, key_name: null });
 
     const updated = await json(
       'apps',
@@ -408,6 +410,16 @@ describe('tally campaigns', () => {
     expect(updated).toMatchObject({ push_frequency_cap_per_day: 1, push_quiet_hours: '21:30-07:00' });
     const cleared = await json('apps', 'update', app.app_id, '--push-quiet-hours', 'none');
     expect(cleared.push_quiet_hours).toBeNull();
+  }, 90_000 /* ten CLI processes, each a few seconds on a loaded machine */);
+
+  it('turns campaign creation by AI clients (MCP) off and on', async () => {
+    const app = await newApp();
+    expect((await json('apps', 'update', app.app_id, '--mcp-campaigns', 'off')).mcp_campaigns).toBe(false);
+    const shown = await tally('apps', 'update', app.app_id, '--mcp-campaigns', 'on');
+    expect(shown.stdout).toContain('campaigns from AI clients (MCP): allowed');
+    const bad = await tally('apps', 'update', app.app_id, '--mcp-campaigns', 'maybe');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('maybe');
   });
 });
 

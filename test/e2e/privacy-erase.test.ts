@@ -249,6 +249,8 @@ describe('erasing a user', () => {
     const erasure = data!.items.find((i) => i.action === 'user.erase');
     expect(erasure).toMatchObject({
       actor: a.apiKeyId,
+      actor_kind: 'rest',
+      campaign_id: null,
       user_id: 'victim-alias',
       completed: true,
       counts: { users: 1, aliases: 1, events: 3, visits: 1, push_subscriptions: 1, deliveries: 1 },
@@ -267,7 +269,13 @@ describe('erasing a user', () => {
     const { data } = await admin.adminPrivacyEraseUser({ path: { app_id: b.app.id, user_id: 'victim' } });
     expect(data?.erased).toMatchObject({ users: 1, aliases: 1, events: 3 });
     const audit = await admin.adminPrivacyAudit({ path: { app_id: b.app.id } });
-    expect(audit.data!.items[0]).toMatchObject({ action: 'user.erase', actor: 'admin', user_id: 'victim' });
+    expect(audit.data!.items[0]).toMatchObject({
+      action: 'user.erase',
+      actor: 'admin',
+      actor_kind: 'admin',
+      actor_name: null,
+      user_id: 'victim',
+    });
     // a REST key reaches only its own app: b's users are not a's
     expect((await a.client.usersErase({ path: { user_id: 'bystander' } })).response.status).toBe(200);
   });

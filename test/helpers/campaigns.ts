@@ -18,16 +18,21 @@ export interface Clocked {
 }
 
 /**
- * The run's one server with campaign workers (servers of a run share the PostgreSQL job queue), on
- * a clock that moves with real time from wherever the test sets it.
+ * A server with campaign workers, on a clock that moves with real time from wherever the test sets
+ * it. Servers of a run share the PostgreSQL job queue: a second file with campaign workers gives
+ * its server a queue of its own (`jobSchema`), so neither takes the other's runs on its own clock.
  */
-export async function startClockedServer(start: string, env: Record<string, string> = {}): Promise<Clocked> {
+export async function startClockedServer(
+  start: string,
+  env: Record<string, string> = {},
+  options: { jobSchema?: string } = {},
+): Promise<Clocked> {
   let offset = new Date(start).getTime() - Date.now();
   const now = () => new Date(Date.now() + offset);
   const server = await startTestServer(
     { SECRET_KEY, PUSH_ENDPOINT_ALLOWLIST: '127.0.0.1', CAMPAIGN_WORKERS: 'on', ...env },
     // only the campaign jobs: the others (dedup purge...) would run on this moved clock
-    { clock: now, jobs: (name) => name.startsWith('campaign-') },
+    { clock: now, jobs: (name) => name.startsWith('campaign-'), jobSchema: options.jobSchema },
   );
   return {
     server,
@@ -62,7 +67,7 @@ async function settle(c: Clocked): Promise<void> {
   const knex = c.server.db.knex;
   for (let i = 0; i < 600; i++) {
     const { rows } = await knex.raw(
-      `select (select count(*) from pgboss.job where name in (?, ?) and state in ('created', 'active', 'retry')
+      `select (select count(*) from ${c.server.jobs.schema}.job where name in (?, ?) and state in ('created', 'active', 'retry')
                  and start_after <= now()) as jobs,
               (select count(*) from campaign_sends where status = 'sending') as sending`,
       [CAMPAIGN_TICK, CAMPAIGN_TRIGGERS],

@@ -64,7 +64,7 @@ export interface TestServer {
  */
 export async function startTestServer(
   env: Record<string, string> = {},
-  options: { database?: Database; clock?: () => Date; jobs?: (name: string) => boolean } = {},
+  options: { database?: Database; clock?: () => Date; jobs?: (name: string) => boolean; jobSchema?: string } = {},
 ): Promise<TestServer> {
   const db = options.database ?? (await openTestDatabase());
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-test-'));
@@ -88,6 +88,7 @@ export async function startTestServer(
     writeCredentialsFile: false,
     clock: options.clock,
     jobs: options.jobs,
+    jobSchema: options.jobSchema,
   });
   const clientFor = (apiKey?: string) => createTallyClient({ baseUrl: running.url, apiKey });
   return {

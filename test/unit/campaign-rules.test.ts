@@ -4,11 +4,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { renderText } from '../../server/src/services/campaign-delivery.js';
+import { mcpEarliestStart, mcpRecurrenceAllowed } from '../../server/src/services/campaign-mcp-rules.js';
 import {
   cronProblem,
   dailyAt,
   nextCronRun,
   quietHoursEnd,
+  shortestGapMs,
   validQuietHours,
 } from '../../server/src/services/campaign-schedule.js';
 
@@ -98,5 +100,60 @@ describe('recipient text', () => {
         },
       ),
     );
+  });
+});
+
+describe('the interval and lead-time rules of campaigns created through MCP', () => {
+  it('measures the shortest gap between runs, in the time zone, across a daylight-saving change', () => {
+    const from = at('2026-06-01T00:00:00Z');
+    expect(shortestGapMs('0 9 * * *', from, 'UTC')).toBe(24 * 3_600_000);
+    expect(shortestGapMs('0,30 9 * * *', from, 'UTC')).toBe(30 * 60_000);
+    expect(shortestGapMs('0 9,10 * * *', from, 'UTC')).toBe(3_600_000);
+    // 01:30 and 02:30 on the night New York's clocks go back (1 November 2026): 01:30 happens twice
+    // in local time, yet the runs stay at least an hour apart
+    expect(shortestGapMs('30 1,2 * * *', at('2026-10-31T00:00:00Z'), 'America/New_York')).toBeGreaterThanOrEqual(
+      3_600_000,
+    );
+  });
+
+  it('is the smallest circular difference for any set of minutes in an hourly cron (property)', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 0, max: 59 }), { minLength: 1, maxLength: 6 }), (minutes) => {
+        const sorted = [...minutes].sort((a, b) => a - b);
+        const gaps = sorted.map((m, i) => (i + 1 < sorted.length ? sorted[i + 1]! - m : 60 - m + sorted[0]!));
+        const expected = Math.min(...gaps) * 60_000;
+        // 12 runs cover a whole hour and its wrap into the next for up to 6 minutes
+        expect(shortestGapMs(`${sorted.join(',')} * * * *`, at('2026-06-01T00:00:00Z'), 'UTC', 12)).toBe(expected);
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it('refuses a first send sooner than the lead time and a cooldown under an hour, naming what would do', () => {
+    const now = at('2026-06-01T10:00:00Z');
+    const input = { name: 'n', title: 't', message: 'm' } as const;
+    expect(mcpEarliestStart({ ...input, schedule_type: 'slipping_away' }, now, 15)).toEqual(at('2026-06-01T10:15:00Z'));
+    expect(
+      mcpEarliestStart({ ...input, schedule_type: 'scheduled', scheduled_at: '2026-06-01T10:15:00Z' }, now, 15),
+    ).toEqual(at('2026-06-01T10:15:00Z'));
+    try {
+      mcpEarliestStart({ ...input, schedule_type: 'scheduled', scheduled_at: '2026-06-01T10:14:59Z' }, now, 15);
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toMatchObject({
+        status: 400,
+        code: 'INVALID_REQUEST',
+        details: { earliest_scheduled_at: '2026-06-01T10:15:00.000Z' },
+      });
+    }
+    expect(() =>
+      mcpEarliestStart(
+        { ...input, schedule_type: 'trigger', trigger_event_name: 'e', trigger_cooldown_hours: 0 },
+        now,
+        15,
+      ),
+    ).toThrow(/once an hour/);
+    expect(() => mcpRecurrenceAllowed('*/59 * * * *', now, 'UTC')).toThrow(/minutes apart/);
+    expect(() => mcpRecurrenceAllowed('0 * * * *', now, 'UTC')).not.toThrow();
   });
 });

@@ -1,6 +1,6 @@
 // `tally push configure`, `campaigns` and `seed-demo`: push delivery and demo data, through the
 // admin API. A server that does not offer one of them yet answers 501, which is reported as is.
-import type { CampaignCreate, PushProviderConfigure } from '@tally/client';
+import type { CampaignCreate, CampaignCreator, PushProviderConfigure } from '@tally/client';
 import { type Command, Option } from 'commander';
 import {
   adminClient,
@@ -13,6 +13,14 @@ import {
   show,
   withGlobalOptions,
 } from './runtime.js';
+
+/** Who created a campaign, in words. */
+const createdBy = (c: CampaignCreator | null) =>
+  c === null
+    ? 'not recorded'
+    : c.kind === 'admin'
+      ? 'the admin API or CLI'
+      : `the MCP key ${c.key_id}${c.key_name ? ` (${c.key_name})` : ''}`;
 
 interface PushOptions extends GlobalOptions {
   provider: PushProviderConfigure['provider'];
@@ -153,7 +161,7 @@ function registerCampaigns(program: Command): void {
         : '  audience: every user of the app',
     );
     if (created.trigger) lines.push(`  trigger: ${created.trigger.event_name} (${created.trigger.match_method} match)`);
-    lines.push(`  first send: ${created.scheduled_at ?? 'when due'}`);
+    lines.push(`  first send: ${created.scheduled_at ?? 'at once'}`);
     print(opts, created, lines);
   });
 
@@ -179,6 +187,7 @@ function registerCampaigns(program: Command): void {
     print(opts, c, [
       `Campaign ${c.id} (${c.name}): ${c.status}, ${c.schedule_type}${c.trigger_event ? ` on ${c.trigger_event}` : ''}.`,
       `  audience: ${c.audience_name ?? 'every user of the app'}`,
+      `  created by: ${createdBy(c.created_by)}`,
       `  next run: ${c.next_run_at ?? 'none'}`,
       `  sent ${c.stats.sent}, delivered ${c.stats.delivered} (${c.stats.delivery_rate}%), clicked ${c.stats.clicked} (${c.stats.click_rate}%), converted ${c.stats.converted} (${c.stats.conversion_rate}%)`,
       `  average delivery time: ${p.avg_delivery_time ?? 'n/a'}; peak hour: ${p.peak_delivery_hour ?? 'n/a'}`,

@@ -55,7 +55,7 @@ function registerAudit(program: Command): void {
   withGlobalOptions(
     program
       .command('audit <app_id>')
-      .description("an app's audit trail (erasures and exports), newest first")
+      .description("an app's audit trail (erasures, exports and campaign creations), newest first")
       .option('--limit <n>', 'entries to show (1-1000, default 100)', integer(1))
       .option('--offset <n>', 'entries to skip', integer(0)),
   ).action(async (appId: string, opts: GlobalOptions & { limit?: number; offset?: number }) => {
@@ -66,14 +66,17 @@ function registerAudit(program: Command): void {
     );
     print(opts, page, [
       `${page.total} audit entr${page.total === 1 ? 'y' : 'ies'} for app ${appId}${page.has_more ? ` (showing ${page.items.length} from ${page.offset})` : ''}.`,
-      ...page.items.map(
-        (i) =>
-          `  ${i.created_at}  ${i.action}  ${JSON.stringify(i.user_id)}  by ${i.actor}${i.completed ? '' : ' (interrupted)'}  ${Object.entries(
-            i.counts,
-          )
-            .map(([k, v]) => `${k}=${v}`)
-            .join(' ')}`,
-      ),
+      ...page.items.map((i) => {
+        const subject = i.campaign_id !== null ? `campaign ${i.campaign_id}` : JSON.stringify(i.user_id);
+        const who =
+          i.actor_kind === 'admin'
+            ? 'admin'
+            : `${i.actor_kind} key ${i.actor}${i.actor_name ? ` (${i.actor_name})` : ''}`;
+        const counts = Object.entries(i.counts)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ');
+        return `  ${i.created_at}  ${i.action}  ${subject}  by ${who}${i.completed ? '' : ' (interrupted)'}  ${counts}`;
+      }),
     ]);
   });
 }

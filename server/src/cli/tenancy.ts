@@ -134,6 +134,7 @@ type AppView = {
   ip_mode: string;
   push_frequency_cap_per_day: number;
   push_quiet_hours: string | null;
+  mcp_campaigns: boolean;
 };
 
 const appSummary = (app: AppView): string[] => [
@@ -148,6 +149,7 @@ const appSummary = (app: AppView): string[] => [
   `  IP addresses: ${app.ip_mode}`,
   `  campaign pushes per user and day: at most ${app.push_frequency_cap_per_day}`,
   `  quiet hours: ${app.push_quiet_hours ?? 'none'}`,
+  `  campaigns from AI clients (MCP): ${app.mcp_campaigns ? 'allowed' : 'refused'}`,
 ];
 
 interface AppUpdateOptions extends GlobalOptions {
@@ -162,6 +164,7 @@ interface AppUpdateOptions extends GlobalOptions {
   ipMode?: AppUpdate['ip_mode'];
   pushFrequencyCap?: number;
   pushQuietHours?: string;
+  mcpCampaigns?: 'on' | 'off';
   identitySecret?: 'generate' | 'remove-old';
 }
 
@@ -254,6 +257,11 @@ function registerApps(program: Command): void {
       )
       .option('--push-quiet-hours <HH:MM-HH:MM|none>', 'when campaign sends wait, organization time (none removes)')
       .addOption(
+        new Option('--mcp-campaigns <on|off>', 'whether AI clients may create push campaigns through MCP keys').choices(
+          ['on', 'off'],
+        ),
+      )
+      .addOption(
         new Option(
           '--identity-secret <action>',
           'generate: a new identity secret for verified identify (printed once); remove-old: remove the older of two',
@@ -272,6 +280,7 @@ function registerApps(program: Command): void {
       ip_mode: opts.ipMode,
       push_frequency_cap_per_day: opts.pushFrequencyCap,
       push_quiet_hours: opts.pushQuietHours === 'none' ? null : opts.pushQuietHours,
+      mcp_campaigns: opts.mcpCampaigns === undefined ? undefined : opts.mcpCampaigns === 'on',
     });
     const changes = Object.keys(body).length > 0;
     if (!changes && !opts.identitySecret) throw new CliError('Nothing to change: give at least one setting flag.');

@@ -28,6 +28,7 @@ export const appView = (a: AppRow) => ({
   ip_mode: a.ip_mode,
   push_frequency_cap_per_day: a.push_frequency_cap_per_day,
   push_quiet_hours: a.push_quiet_hours,
+  mcp_campaigns: a.mcp_campaigns,
   created_at: a.created_at.toISOString(),
   updated_at: a.updated_at.toISOString(),
 });

@@ -7,6 +7,7 @@ import {
   campaignsOf,
   countsOf,
   createCampaign,
+  createdCampaignView,
   organizationCampaign,
   pauseCampaign,
   resumeCampaign,
@@ -34,18 +35,10 @@ export function campaignHandlers(ctx: ServiceContext): Handlers<CampaignOps> {
     return { success: true as const, ...campaignSummary(row, counts.get(row.id)) };
   };
   return {
-    AdminCampaigns_create: async ({ body, path }) => {
-      const created = await createCampaign(ctx, await getApp(ctx, path.app_id), body);
-      return {
-        success: true,
-        campaign_id: created.campaign.id,
-        name: created.campaign.name,
-        status: created.campaign.status,
-        audience: created.audience,
-        trigger: created.trigger,
-        scheduled_at: created.campaign.scheduled_at ? created.campaign.scheduled_at.toISOString() : null,
-      };
-    },
+    AdminCampaigns_create: async ({ body, path }) => ({
+      success: true,
+      ...createdCampaignView(await createCampaign(ctx, await getApp(ctx, path.app_id), body)),
+    }),
     AdminCampaigns_list: async ({ path }) => {
       const { rows, counts } = await campaignsOf(ctx, await getApp(ctx, path.app_id));
       return { success: true, items: rows.map((r) => campaignSummary(r, counts.get(r.id))) };

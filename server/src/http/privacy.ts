@@ -12,7 +12,11 @@ const auditView = (row: AuditRow) => ({
   id: row.id,
   action: row.action,
   actor: row.actor,
+  // Entries from before the kind was recorded are erasures and exports: the admin or a REST key.
+  actor_kind: row.actor_kind ?? (row.actor === 'admin' ? 'admin' : 'rest'),
+  actor_name: row.actor_name,
   user_id: row.user_ref,
+  campaign_id: row.campaign_id,
   counts: row.counts,
   completed: row.completed,
   created_at: row.created_at.toISOString(),

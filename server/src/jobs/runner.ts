@@ -24,16 +24,21 @@ export class JobRunner {
   private boss: PgBoss | null = null;
   private definitions = new Map<string, JobDefinition>();
 
+  /** The schema of the queue's tables: instances that share it share the queue. */
+  readonly schema: string;
+
   constructor(
     private readonly database: Database,
     private readonly logger: Logger,
-    private readonly options: { pollingIntervalSeconds?: number } = {},
-  ) {}
+    private readonly options: { pollingIntervalSeconds?: number; schema?: string } = {},
+  ) {
+    this.schema = options.schema ?? JOB_SCHEMA;
+  }
 
   async start(jobs: JobDefinition[]): Promise<void> {
     const boss = new PgBoss({
       db: jobQueueDatabase(this.database.knex),
-      schema: JOB_SCHEMA,
+      schema: this.schema,
       // Maintenance and the cron clock run in every instance; pg-boss coordinates them in the database.
       supervise: true,
       schedule: true,

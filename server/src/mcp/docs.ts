@@ -25,7 +25,7 @@ let registered: Promise<{ name: string; description: string; inputSchema?: Recor
 /** The tools as tools/list presents them (computed once: the registrations do not change at run time). */
 function registeredTools(ctx: ServiceContext) {
   registered ??= (async () => {
-    const server = createMcpServer(ctx, { kind: 'mcp', keyId: '', organizationId: '', permissions: [] });
+    const server = createMcpServer(ctx, { kind: 'mcp', keyId: '', organizationId: '', permissions: [], keyName: '' });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await server.connect(serverSide);
     const client = new Client({ name: 'tally-docs', version: MCP_SERVER_VERSION });

@@ -83,6 +83,7 @@ export type AppSettings = Partial<
     | 'ip_mode'
     | 'push_frequency_cap_per_day'
     | 'push_quiet_hours'
+    | 'mcp_campaigns'
   >
 >;
 

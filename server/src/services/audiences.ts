@@ -17,6 +17,7 @@ import {
   type QueryMethod,
   updateAudienceCount,
 } from '../storage/audiences.js';
+import type { Db } from '../storage/handle.js';
 import {
   audienceSqlCount,
   audienceSqlMembers,
@@ -136,12 +137,23 @@ async function modelSql(
   return { sql: checked.sql.trim().replace(/;+\s*$/, ''), confidence };
 }
 
-/** Creates an audience: built-in engine first, then the language model when one is configured. */
-export async function createAudience(
-  ctx: ServiceContext,
-  appId: string,
-  input: AudienceInput,
-): Promise<CreatedAudience> {
+/**
+ * An audience read from its criteria and counted, not stored yet: what a campaign shows before it
+ * is confirmed (and creates with it), and what createAudience stores.
+ */
+export interface AudienceDraft {
+  appId: string;
+  input: AudienceInput;
+  definition: Segment | null;
+  sql: string | null;
+  queryMethod: QueryMethod;
+  confidence: number;
+  userCount: number;
+  understood: string | null;
+}
+
+/** Reads criteria (built-in engine first, then the language model when one is configured) and counts the users; stores nothing. */
+export async function draftAudience(ctx: ServiceContext, appId: string, input: AudienceInput): Promise<AudienceDraft> {
   const lc = await languageContext(ctx, appId);
   const read = await readCriteria(ctx, lc, input.criteria);
   let definition: Segment | null = null;
@@ -157,29 +169,47 @@ export async function createAudience(
     definition = { version: 2, where: read.ast };
     userCount = await countSegment(ctx, lc, definition);
   }
-  const now = ctx.clock();
-  const audience = await insertAudience(ctx.db, {
-    id: uuidv7(now.getTime()),
-    app_id: appId,
-    name: input.name,
-    description: input.description ?? null,
-    criteria: input.criteria,
+  return {
+    appId,
+    input,
     definition,
     sql,
-    query_method: read.method,
+    queryMethod: read.method,
     confidence,
-    user_count: userCount,
+    userCount,
+    understood: definition ? describeUsers(definition.where, lc.clock) : null,
+  };
+}
+
+/** Stores a drafted audience (on `db`, which may be a transaction). */
+export async function storeAudience(ctx: ServiceContext, db: Db, draft: AudienceDraft): Promise<CreatedAudience> {
+  const now = ctx.clock();
+  const audience = await insertAudience(db, {
+    id: uuidv7(now.getTime()),
+    app_id: draft.appId,
+    name: draft.input.name,
+    description: draft.input.description ?? null,
+    criteria: draft.input.criteria,
+    definition: draft.definition,
+    sql: draft.sql,
+    query_method: draft.queryMethod,
+    confidence: draft.confidence,
+    user_count: draft.userCount,
     created_at: now,
     updated_at: now,
     counted_at: now,
   });
-  return {
-    audience,
-    userCount,
-    queryMethod: read.method,
-    confidence,
-    understood: definition ? describeUsers(definition.where, lc.clock) : null,
-  };
+  const { userCount, queryMethod, confidence, understood } = draft;
+  return { audience, userCount, queryMethod, confidence, understood };
+}
+
+/** Creates an audience: built-in engine first, then the language model when one is configured. */
+export async function createAudience(
+  ctx: ServiceContext,
+  appId: string,
+  input: AudienceInput,
+): Promise<CreatedAudience> {
+  return storeAudience(ctx, ctx.db, await draftAudience(ctx, appId, input));
 }
 
 /** The stored count, recomputed first when it is older than a minute. */

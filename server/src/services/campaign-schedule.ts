@@ -21,6 +21,22 @@ export function nextCronRun(expression: string, after: Date, timeZone: string): 
   return cronParser.parseExpression(expression, { currentDate: after, tz: timeZone }).next().toDate();
 }
 
+/**
+ * The shortest time, in milliseconds, between two consecutive runs among the first `runs` runs of
+ * `expression` at or after `from`, in `timeZone` (daylight-saving changes included).
+ */
+export function shortestGapMs(expression: string, from: Date, timeZone: string, runs = 100): number {
+  const it = cronParser.parseExpression(expression, { currentDate: new Date(from.getTime() - 1), tz: timeZone });
+  let previous = it.next().toDate().getTime();
+  let shortest = Number.POSITIVE_INFINITY;
+  for (let i = 1; i < runs; i++) {
+    const at = it.next().toDate().getTime();
+    shortest = Math.min(shortest, at - previous);
+    previous = at;
+  }
+  return shortest;
+}
+
 /** Daily at the local time of `at` in `timeZone` (the default recurrence). */
 export function dailyAt(at: Date, timeZone: string): string {
   const local = localTimestamp(at, timeZone);

@@ -9,7 +9,7 @@ import { deliveryFigures, peakDeliveryHour, queuedSendCount } from '../storage/c
 import { type CampaignCounts, type CampaignRow, campaignCounts, findCampaign } from '../storage/campaigns.js';
 import { findDelivery } from '../storage/push.js';
 import type { AppRow } from '../storage/tenancy.js';
-import { appTimeZone } from './campaigns.js';
+import { appTimeZone, creatorOf } from './campaigns.js';
 import type { ServiceContext } from './context.js';
 
 const ZERO: CampaignCounts = { sent: 0, delivered: 0, clicked: 0, converted: 0 };
@@ -45,6 +45,7 @@ export async function campaignDetail(ctx: ServiceContext, app: AppRow, c: Campai
     message: c.message,
     audience_name: audienceName,
     updated_at: c.updated_at.toISOString(),
+    created_by: creatorOf(c),
     stats: {
       ...counts,
       delivery_rate: percent(counts.delivered, counts.sent),

@@ -5,6 +5,7 @@ import type { CampaignCreate } from '@tally/client';
 import { ConflictError, type FieldError, NotFoundError, refuseIfAny } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import { findAudience } from '../storage/audiences.js';
+import { insertAuditEntry } from '../storage/audit.js';
 import { cancelQueuedCampaignSends } from '../storage/campaign-sends.js';
 import {
   type CampaignCounts,
@@ -18,8 +19,10 @@ import {
   listCampaigns,
   moveCampaign,
 } from '../storage/campaigns.js';
+import { inTransaction } from '../storage/handle.js';
 import { type AppRow, findApp, findOrganization } from '../storage/tenancy.js';
-import { createAudience } from './audiences.js';
+import { type AudienceDraft, draftAudience, storeAudience } from './audiences.js';
+import { mcpCampaignsAllowed, mcpEarliestStart, mcpRecurrenceAllowed } from './campaign-mcp-rules.js';
 import { cronProblem, dailyAt, nextCronRun } from './campaign-schedule.js';
 import { matchTriggerEvent } from './campaign-trigger-match.js';
 import { forgetTriggerCampaigns } from './campaign-triggers.js';
@@ -73,88 +76,192 @@ function checkInput(input: CampaignInput, errors: FieldError[]): void {
   }
 }
 
+/** Who creates a campaign: the admin API and the CLI, or an AI client's MCP key. */
+export interface CampaignCreator {
+  kind: 'admin' | 'mcp';
+  key_id: string | null;
+  key_name: string | null;
+}
+
+export const ADMIN_CREATOR: CampaignCreator = Object.freeze({ kind: 'admin', key_id: null, key_name: null });
+
 export interface CreatedCampaign {
   campaign: CampaignRow;
   audience: { id: string; user_count: number; auto_created: boolean } | null;
   trigger: { event_name: string; match_method: 'exact' | 'fuzzy' | 'llm'; available_events_count: number } | null;
+  /** The first send (for recurring campaigns the first run), or null when it starts at once. */
+  firstRunAt: Date | null;
 }
 
-/** Creates a campaign in the app; every new campaign is `scheduled`. */
-export async function createCampaign(ctx: ServiceContext, app: AppRow, input: CampaignInput): Promise<CreatedCampaign> {
+/**
+ * A campaign checked and resolved but not stored: its audience (an existing one, or one read from
+ * `audience_prompt` and counted), its trigger event and its first run. Nothing is written until
+ * `commitCampaign`, so a confirmation can be asked in between.
+ */
+export interface CampaignPlan {
+  app: AppRow;
+  input: CampaignInput;
+  creator: CampaignCreator;
+  audience: { existing: NonNullable<CreatedCampaign['audience']> } | { draft: AudienceDraft } | null;
+  trigger: CreatedCampaign['trigger'];
+  timeZone: string;
+  /** The first run as of when the plan was made (commitCampaign works it out again as of its own time). */
+  nextRunAt: Date;
+}
+
+/** When the campaign first runs, and its recurrence; campaigns from MCP keys follow their own rules. */
+function firstRun(plan: Pick<CampaignPlan, 'input' | 'creator'>, ctx: ServiceContext, now: Date, timeZone: string) {
+  const { input } = plan;
+  const fromMcp = plan.creator.kind === 'mcp';
+  const earliest = fromMcp ? mcpEarliestStart(input, now, ctx.config.mcpCampaignLeadMinutes) : now;
+  const scheduledAt = input.scheduled_at ? new Date(input.scheduled_at) : null;
+  let recurrence = input.recurrence ?? null;
+  let nextRunAt: Date;
+  if (input.schedule_type === 'now') nextRunAt = now;
+  else if (input.schedule_type === 'recurring') {
+    recurrence ??= dailyAt(scheduledAt!, timeZone);
+    const start = scheduledAt && scheduledAt > earliest ? scheduledAt : earliest;
+    nextRunAt = nextCronRun(recurrence, new Date(start.getTime() - 1), timeZone);
+    if (fromMcp) mcpRecurrenceAllowed(recurrence, nextRunAt, timeZone);
+  } else nextRunAt = scheduledAt ?? earliest;
+  return { scheduledAt, recurrence, nextRunAt };
+}
+
+/**
+ * Checks a new campaign and resolves its audience, trigger and first run, without storing
+ * anything. A campaign from an MCP key is refused when the app does not allow those (403
+ * MCP_CAMPAIGNS_DISABLED) and follows the lead-time and interval rules of campaign-mcp-rules.ts.
+ */
+export async function planCampaign(
+  ctx: ServiceContext,
+  app: AppRow,
+  input: CampaignInput,
+  creator: CampaignCreator = ADMIN_CREATOR,
+): Promise<CampaignPlan> {
+  if (creator.kind === 'mcp') mcpCampaignsAllowed(app);
   const errors: FieldError[] = [];
   checkInput(input, errors);
   refuseIfAny(errors, 'campaign');
-  let audience: CreatedCampaign['audience'] = null;
+  const timeZone = await appTimeZone(ctx, app);
+  const { nextRunAt } = firstRun({ input, creator }, ctx, ctx.clock(), timeZone);
+  let audience: CampaignPlan['audience'] = null;
   if (input.audience_id !== undefined) {
     const found = isUuid(input.audience_id) ? await findAudience(ctx.db, app.id, input.audience_id) : undefined;
     if (!found) throw new NotFoundError(`No audience with id ${input.audience_id} in this app.`);
-    audience = { id: found.id, user_count: Number(found.user_count), auto_created: false };
+    audience = { existing: { id: found.id, user_count: Number(found.user_count), auto_created: false } };
   }
   const trigger =
     input.schedule_type === 'trigger'
       ? await matchTriggerEvent(ctx, app.id, input.trigger_event_name, input.trigger_event_prompt)
       : null;
   if (input.audience_prompt !== undefined) {
-    const created = await createAudience(ctx, app.id, {
-      name: `${input.name} (campaign audience)`.slice(0, 255),
-      description: input.audience_prompt,
-      criteria: input.audience_prompt,
-    });
-    audience = { id: created.audience.id, user_count: created.userCount, auto_created: true };
+    const name = `${input.name} (campaign audience)`.slice(0, 255);
+    const criteria = input.audience_prompt;
+    audience = { draft: await draftAudience(ctx, app.id, { name, description: criteria, criteria }) };
   }
+  return { app, input, creator, audience, trigger, timeZone, nextRunAt };
+}
+
+/**
+ * Stores a planned campaign, its new audience (if any) and its audit entry, in one transaction.
+ * The first run is worked out again as of now, so time spent between plan and commit (a person
+ * confirming) never brings an MCP campaign's first send closer than the lead time.
+ */
+export async function commitCampaign(ctx: ServiceContext, plan: CampaignPlan): Promise<CreatedCampaign> {
+  const { app, input, creator, trigger } = plan;
   const now = ctx.clock();
-  const timeZone = await appTimeZone(ctx, app);
-  const scheduledAt = input.scheduled_at ? new Date(input.scheduled_at) : null;
-  let recurrence = input.recurrence ?? null;
-  let nextRun: Date;
-  switch (input.schedule_type) {
-    case 'now':
-      nextRun = now;
-      break;
-    case 'scheduled':
-      nextRun = scheduledAt!;
-      break;
-    case 'recurring': {
-      recurrence ??= dailyAt(scheduledAt!, timeZone);
-      const start = scheduledAt && scheduledAt > now ? scheduledAt : now;
-      nextRun = nextCronRun(recurrence, new Date(start.getTime() - 1), timeZone);
-      break;
+  const schedule = firstRun({ input, creator }, ctx, now, plan.timeZone);
+  const { campaign, audience } = await inTransaction(ctx.db, async (tx) => {
+    let audience: CreatedCampaign['audience'] = null;
+    if (plan.audience && 'existing' in plan.audience) audience = plan.audience.existing;
+    if (plan.audience && 'draft' in plan.audience) {
+      const stored = await storeAudience(ctx, tx, plan.audience.draft);
+      audience = { id: stored.audience.id, user_count: stored.userCount, auto_created: true };
     }
-    default:
-      nextRun = scheduledAt ?? now;
-  }
-  const campaign = await insertCampaign(ctx.db, {
-    id: uuidv7(now.getTime()),
-    app_id: app.id,
-    name: input.name,
-    title: input.title,
-    message: input.message ?? null,
-    prompt: input.prompt ?? null,
-    max_characters: input.max_characters ?? (input.prompt !== undefined ? DEFAULT_PROMPT_CHARACTERS : null),
-    action_url: input.action_url ?? null,
-    audience_id: audience?.id ?? null,
-    audience_auto_created: audience?.auto_created ?? false,
-    schedule_type: input.schedule_type,
-    scheduled_at: scheduledAt,
-    recurrence,
-    inactivity_days:
-      input.schedule_type === 'slipping_away' ? (input.inactivity_days ?? DEFAULT_INACTIVITY_DAYS) : null,
-    trigger_event_name: trigger?.event_name ?? null,
-    trigger_cooldown_hours:
-      input.schedule_type === 'trigger' ? (input.trigger_cooldown_hours ?? DEFAULT_COOLDOWN_HOURS) : null,
-    match_method: trigger?.match_method ?? null,
-    available_events_count: trigger?.available_events_count ?? null,
-    status: 'scheduled',
-    paused_from: null,
-    next_run_at: input.schedule_type === 'trigger' && !scheduledAt ? now : nextRun,
-    first_sent_at: null,
-    completed_at: null,
-    created_at: now,
-    updated_at: now,
+    const campaign = await insertCampaign(tx, {
+      id: uuidv7(now.getTime()),
+      app_id: app.id,
+      name: input.name,
+      title: input.title,
+      message: input.message ?? null,
+      prompt: input.prompt ?? null,
+      max_characters: input.max_characters ?? (input.prompt !== undefined ? DEFAULT_PROMPT_CHARACTERS : null),
+      action_url: input.action_url ?? null,
+      audience_id: audience?.id ?? null,
+      audience_auto_created: audience?.auto_created ?? false,
+      schedule_type: input.schedule_type,
+      scheduled_at: schedule.scheduledAt,
+      recurrence: schedule.recurrence,
+      inactivity_days:
+        input.schedule_type === 'slipping_away' ? (input.inactivity_days ?? DEFAULT_INACTIVITY_DAYS) : null,
+      trigger_event_name: trigger?.event_name ?? null,
+      trigger_cooldown_hours:
+        input.schedule_type === 'trigger' ? (input.trigger_cooldown_hours ?? DEFAULT_COOLDOWN_HOURS) : null,
+      match_method: trigger?.match_method ?? null,
+      available_events_count: trigger?.available_events_count ?? null,
+      status: 'scheduled',
+      paused_from: null,
+      next_run_at: schedule.nextRunAt,
+      first_sent_at: null,
+      completed_at: null,
+      created_by_kind: creator.kind,
+      created_by_key_id: creator.key_id,
+      created_by_key_name: creator.key_name,
+      created_at: now,
+      updated_at: now,
+    });
+    await insertAuditEntry(tx, {
+      id: uuidv7(now.getTime()),
+      app_id: app.id,
+      action: 'campaign.create',
+      actor: creator.key_id ?? 'admin',
+      actor_kind: creator.kind,
+      actor_name: creator.key_name,
+      user_ref: null,
+      campaign_id: campaign.id,
+      counts: {},
+      completed: true,
+      created_at: now,
+    });
+    return { campaign, audience };
   });
   if (campaign.schedule_type === 'trigger') forgetTriggerCampaigns(app.id);
-  ctx.logger.info({ app_id: app.id, campaign_id: campaign.id, type: campaign.schedule_type }, 'campaign created');
-  return { campaign, audience, trigger };
+  ctx.logger.info(
+    { app_id: app.id, campaign_id: campaign.id, type: campaign.schedule_type, created_by: creator.kind },
+    'campaign created',
+  );
+  const firstRunAt = schedule.nextRunAt > now ? schedule.nextRunAt : null;
+  return { campaign, audience, trigger, firstRunAt };
+}
+
+/** Creates a campaign in the app; every new campaign is `scheduled`. */
+export async function createCampaign(
+  ctx: ServiceContext,
+  app: AppRow,
+  input: CampaignInput,
+  creator: CampaignCreator = ADMIN_CREATOR,
+): Promise<CreatedCampaign> {
+  return commitCampaign(ctx, await planCampaign(ctx, app, input, creator));
+}
+
+/** The body that every surface returns for a new campaign (admin API, CLI, MCP tool). */
+export function createdCampaignView(created: CreatedCampaign) {
+  const { campaign } = created;
+  return {
+    campaign_id: campaign.id,
+    name: campaign.name,
+    status: campaign.status,
+    audience: created.audience,
+    trigger: created.trigger,
+    scheduled_at: created.firstRunAt ? created.firstRunAt.toISOString() : null,
+    created_by: creatorOf(campaign) ?? ADMIN_CREATOR,
+  };
+}
+
+/** Who created a campaign, or null when it was created before Tally recorded it. */
+export function creatorOf(c: CampaignRow): CampaignCreator | null {
+  if (!c.created_by_kind) return null;
+  return { kind: c.created_by_kind, key_id: c.created_by_key_id, key_name: c.created_by_key_name };
 }
 
 /** The app's campaigns, newest first, with their counters. */

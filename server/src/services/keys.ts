@@ -30,6 +30,8 @@ export interface McpPrincipal {
   readonly keyId: string;
   readonly organizationId: string;
   readonly permissions: readonly Permission[];
+  /** The key's label (may be empty), recorded on what the key creates. */
+  readonly keyName: string;
 }
 
 export interface CreatedKey {
@@ -121,6 +123,7 @@ export async function authenticateMcp(db: Db, secret: string | undefined): Promi
     keyId: row.id,
     organizationId: row.organization_id,
     permissions: row.permissions as Permission[],
+    keyName: row.name,
   };
 }
 

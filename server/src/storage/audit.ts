@@ -1,18 +1,32 @@
-// Queries for the audit trail: one row per erasure or export (who, when, which user id, counts).
+// Queries for the audit trail: one row per erasure, export or campaign creation (who, when, which
+// user id or campaign, counts; never the data itself).
 import type { Knex } from 'knex';
+
+export type AuditAction = 'user.erase' | 'user.export' | 'campaign.create';
+export type ActorKind = 'admin' | 'rest' | 'mcp';
 
 export interface AuditRow {
   id: string;
   app_id: string;
-  action: 'user.erase' | 'user.export';
+  action: AuditAction;
+  /** The key's id, or `admin`. */
   actor: string;
-  user_ref: string;
+  /** Null on entries written before the kind was recorded (erasures and exports: `admin` or a REST key). */
+  actor_kind: ActorKind | null;
+  /** The key's label, when the actor is a key. */
+  actor_name: string | null;
+  /** The user identifier the request named; null for actions that are not about one user. */
+  user_ref: string | null;
+  campaign_id: string | null;
   counts: Record<string, number>;
   completed: boolean;
   created_at: Date;
 }
 
-export async function insertAuditEntry(db: Knex, row: AuditRow): Promise<void> {
+export type NewAuditEntry = Omit<AuditRow, 'actor_kind' | 'actor_name' | 'campaign_id'> &
+  Partial<Pick<AuditRow, 'actor_kind' | 'actor_name' | 'campaign_id'>>;
+
+export async function insertAuditEntry(db: Knex, row: NewAuditEntry): Promise<void> {
   await db('audit_entries').insert({ ...row, counts: JSON.stringify(row.counts) });
 }
 

@@ -31,6 +31,10 @@ export interface CampaignRow {
   next_run_at: Date | null;
   first_sent_at: Date | null;
   completed_at: Date | null;
+  /** admin | mcp; null for campaigns created before the creator was recorded. */
+  created_by_kind: 'admin' | 'mcp' | null;
+  created_by_key_id: string | null;
+  created_by_key_name: string | null;
   created_at: Date;
   updated_at: Date;
 }

@@ -31,6 +31,8 @@ export interface AppRow {
   push_frequency_cap_per_day: number;
   /** `HH:MM-HH:MM` in the organization's time zone, or null. */
   push_quiet_hours: string | null;
+  /** Whether MCP keys may create push campaigns (`create_push_campaign`). */
+  mcp_campaigns: boolean;
   created_at: Date;
   updated_at: Date;
 }

@@ -165,6 +165,10 @@ export type App = {
      */
     push_quiet_hours: string | null;
     /**
+     * Whether AI clients may create push campaigns through MCP keys (`create_push_campaign`); `true` by default.
+     */
+    mcp_campaigns: boolean;
+    /**
      * When it was created.
      */
     created_at: string;
@@ -226,6 +230,10 @@ export type AppCreate = {
      * Quiet hours `HH:MM-HH:MM` in the organization's time zone (may cross midnight); `null` removes them. Campaign sends due then wait until they end; `/v1/sendpush` is not affected.
      */
     push_quiet_hours?: string | null;
+    /**
+     * Let AI clients create push campaigns through MCP keys (default `true`). When `false`, `create_push_campaign` is refused with `MCP_CAMPAIGNS_DISABLED`; campaigns already created are unchanged.
+     */
+    mcp_campaigns?: boolean;
 };
 
 /**
@@ -303,6 +311,10 @@ export type AppResult = {
      */
     push_quiet_hours: string | null;
     /**
+     * Whether AI clients may create push campaigns through MCP keys (`create_push_campaign`); `true` by default.
+     */
+    mcp_campaigns: boolean;
+    /**
      * When it was created.
      */
     created_at: string;
@@ -360,6 +372,10 @@ export type AppUpdate = {
      * Quiet hours `HH:MM-HH:MM` in the organization's time zone (may cross midnight); `null` removes them. Campaign sends due then wait until they end; `/v1/sendpush` is not affected.
      */
     push_quiet_hours?: string | null;
+    /**
+     * Let AI clients create push campaigns through MCP keys (default `true`). When `false`, `create_push_campaign` is refused with `MCP_CAMPAIGNS_DISABLED`; campaigns already created are unchanged.
+     */
+    mcp_campaigns?: boolean;
 };
 
 /**
@@ -589,10 +605,15 @@ export type AudienceSummary = {
 /**
  * What an audit entry records.
  */
-export type AuditAction = 'user.erase' | 'user.export';
+export type AuditAction = 'user.erase' | 'user.export' | 'campaign.create';
 
 /**
- * One recorded privacy action. The erased or exported data itself is never kept here.
+ * Who performed an audited action.
+ */
+export type AuditActorKind = 'admin' | 'rest' | 'mcp';
+
+/**
+ * One recorded action: a privacy request or a campaign creation. Erased or exported data itself is never kept here.
  */
 export type AuditEntry = {
     /**
@@ -604,15 +625,27 @@ export type AuditEntry = {
      */
     action: AuditAction;
     /**
-     * Who did it: the REST API key's id, or `admin` for the admin API and the CLI.
+     * Who did it: the key's id, or `admin` for the admin API and the CLI.
      */
     actor: string;
     /**
-     * The user identifier the request named (an external id or an alias).
+     * What kind of credential `actor` is.
      */
-    user_id: string;
+    actor_kind: AuditActorKind;
     /**
-     * Records erased or exported, per kind (`users`, `aliases`, `events`, ...).
+     * The key's label when the actor is a key (it may be empty), else `null`.
+     */
+    actor_name: string | null;
+    /**
+     * The user identifier the request named (an external id or an alias); `null` for actions that are not about one user.
+     */
+    user_id: string | null;
+    /**
+     * The campaign the action created or changed, else `null`.
+     */
+    campaign_id: string | null;
+    /**
+     * Records erased or exported, per kind (`users`, `aliases`, `events`, ...); empty for campaign actions.
      */
     counts: {
         [key: string]: unknown;
@@ -798,9 +831,31 @@ export type CampaignCreated = {
      */
     trigger: CampaignTrigger | null;
     /**
-     * First send time, or `null` when it starts at once.
+     * First send time (for recurring campaigns the first run), or `null` when it starts at once.
      */
     scheduled_at: string | null;
+    /**
+     * Who created it.
+     */
+    created_by: CampaignCreator;
+};
+
+/**
+ * Who created a campaign.
+ */
+export type CampaignCreator = {
+    /**
+     * `admin` for the admin API and the CLI; `mcp` for an AI client's MCP key.
+     */
+    kind: 'admin' | 'mcp';
+    /**
+     * The MCP key's id (`null` for `admin`).
+     */
+    key_id: string | null;
+    /**
+     * The MCP key's label when the campaign was created (`null` for `admin`).
+     */
+    key_name: string | null;
 };
 
 /**
@@ -855,6 +910,10 @@ export type CampaignDetailResult = {
      * When it was last changed.
      */
     updated_at: string;
+    /**
+     * Who created it; `null` for campaigns created before Tally recorded it.
+     */
+    created_by: CampaignCreator | null;
     /**
      * Delivery counters and rates.
      */
@@ -1430,6 +1489,7 @@ export type ErasedCounts = {
  * | `INSUFFICIENT_PERMISSIONS` | 403 | The MCP key lacks a permission. `details: {required_permission, current_permissions}`. |
  * | `ORIGIN_NOT_ALLOWED` | 403 | A website request came from an origin the app does not allow (or carried neither `Origin` nor `Referer`). |
  * | `ADVANCED_SIGNALS_NOT_ALLOWED` | 403 | A visit carried `advanced_signals` but the app is not in attested advanced mode. |
+ * | `MCP_CAMPAIGNS_DISABLED` | 403 | The app does not let AI clients create push campaigns through MCP (its `mcp_campaigns` setting is off). |
  * | `IDENTITY_NOT_VERIFIED` | 403 | A website call named a user without a valid `user_hash`: its `user_hash` is wrong, or the user (or the visitor id) was created through the REST API and needs one. |
  * | `NOT_FOUND` | 404 | The referenced app, user, audience, campaign, delivery or key does not exist, or the credential may not see it. |
  * | `CONFLICT` | 409 | The change clashes with existing state (id already taken, campaign already sent, ...). |
@@ -1440,7 +1500,7 @@ export type ErasedCounts = {
  * | `PROVIDER_ERROR` | 502 | The push provider refused or failed. `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. |
  * | `SERVICE_UNAVAILABLE` | 503 | The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached. Retry after the seconds in `Retry-After`. |
  */
-export type ErrorCode = string | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'IDENTITY_NOT_VERIFIED' | 'NOT_FOUND' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR' | 'SERVICE_UNAVAILABLE';
+export type ErrorCode = string | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'IDENTITY_NOT_VERIFIED' | 'MCP_CAMPAIGNS_DISABLED' | 'NOT_FOUND' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR' | 'SERVICE_UNAVAILABLE';
 
 /**
  * The body of every error response, on every surface.
@@ -2248,6 +2308,10 @@ export type McpCampaignDetail = {
      * When it was last changed.
      */
     updated_at: string;
+    /**
+     * Who created it; `null` for campaigns created before Tally recorded it.
+     */
+    created_by: CampaignCreator | null;
     /**
      * Delivery counters and rates.
      */

@@ -24,6 +24,13 @@ export const campaignSummary = z.object({
   stats: z.object(counts),
 });
 
+/** Who created a campaign (the MCP key for campaigns from AI clients). */
+export const campaignCreator = z.object({
+  kind: z.enum(['admin', 'mcp']).describe('admin: the admin API or CLI; mcp: an MCP key.'),
+  key_id: z.string().nullable().describe('The MCP key that created it; null for admin.'),
+  key_name: z.string().nullable().describe("That key's label; null for admin."),
+});
+
 export const campaignDetailShape = {
   id: z.string(),
   name: z.string(),
@@ -36,6 +43,7 @@ export const campaignDetailShape = {
   audience_name: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
+  created_by: campaignCreator.nullable().describe('Who created it; null for campaigns from before this was recorded.'),
   stats: z.object({
     ...counts,
     delivery_rate: z.number().describe('delivered / sent, in percent with two decimals.'),

@@ -1,9 +1,12 @@
-// create_push_campaign: a push campaign through the same service as the admin API and the CLI;
-// immediate sends (`now`) are refused here, as the interface spec says.
+// create_push_campaign: a push campaign through the same service as the admin API and the CLI,
+// under the rules for campaigns a model starts (services/campaign-mcp-rules.ts): never at once,
+// never sooner than the lead time, never more often than hourly, only where the app allows it,
+// and recorded with the MCP key that created it.
 import { z } from 'zod';
 import { appForMcpKey } from '../../services/access.js';
-import { createCampaign } from '../../services/campaigns.js';
+import { createCampaign, createdCampaignView } from '../../services/campaigns.js';
 import { appIdArgument, defineTool } from '../tool.js';
+import { campaignCreator } from './campaign-schemas.js';
 
 export const createPushCampaign = defineTool({
   name: 'create_push_campaign',
@@ -13,11 +16,17 @@ export const createPushCampaign = defineTool({
     "the cron expression `recurrence` in the organization time zone (default: daily at scheduled_at's time); " +
     '"slipping_away" reaches users inactive for inactivity_days (default 7), once per inactive stretch; "trigger" ' +
     'sends when a user does trigger_event_name (exact) or the tracked event that trigger_event_prompt describes, at most ' +
-    'once per trigger_cooldown_hours (default 24) per user. Immediate sends are not available through this tool. ' +
+    'once per trigger_cooldown_hours (default 24) per user. Campaigns created here never send at once: the first send ' +
+    "is at least the server's lead time (15 minutes unless the operator changed it) after creation, so that a person " +
+    'can review or pause it; without scheduled_at the campaign starts at the earliest allowed time, returned as ' +
+    'scheduled_at. A recurrence may not run more often than hourly, and a trigger cooldown may not be below 1 hour. ' +
+    'A refusal names the earliest allowed time (details.earliest_scheduled_at) or the minimum interval ' +
+    '(details.min_interval_minutes). ' +
     'Give the text as `message` (may contain {{first_name}}-style placeholders filled from user properties) or as a ' +
     '`prompt` the text is written from for each send. Target an existing audience_id, or describe the audience in ' +
     'audience_prompt to create one; without either, every user of the app is targeted. Users who set push_opt_out, ' +
-    "the app's daily cap per user and its quiet hours are always respected. The campaign is returned with status scheduled.",
+    "the app's daily cap per user and its quiet hours are always respected. The campaign is returned with status " +
+    'scheduled and records the MCP key that created it.',
   input: {
     app_id: appIdArgument,
     name: z.string().min(1).max(255).describe('Internal name of the campaign.'),
@@ -38,12 +47,27 @@ export const createPushCampaign = defineTool({
       .optional()
       .describe('Who to target, in plain words (creates an audience).'),
     schedule_type: z.enum(['scheduled', 'recurring', 'slipping_away', 'trigger']).describe('When the campaign sends.'),
-    scheduled_at: z.string().datetime({ offset: true }).optional().describe('ISO 8601 time; required for scheduled.'),
-    recurrence: z.string().min(1).max(255).optional().describe('Cron expression for recurring, e.g. "0 9 * * 1".'),
+    scheduled_at: z
+      .string()
+      .datetime({ offset: true })
+      .optional()
+      .describe('ISO 8601 time of the first send, at least the lead time from now; required for scheduled.'),
+    recurrence: z
+      .string()
+      .min(1)
+      .max(255)
+      .optional()
+      .describe('Cron expression for recurring, at most hourly, e.g. "0 9 * * 1".'),
     inactivity_days: z.number().int().min(1).max(365).optional().describe('For slipping_away (default 7).'),
     trigger_event_name: z.string().min(1).max(255).optional().describe('Exact event name for trigger.'),
     trigger_event_prompt: z.string().min(1).max(2000).optional().describe('The triggering event described in words.'),
-    trigger_cooldown_hours: z.number().int().min(1).max(8760).optional().describe('For trigger (default 24).'),
+    trigger_cooldown_hours: z
+      .number()
+      .int()
+      .min(0)
+      .max(8760)
+      .optional()
+      .describe('For trigger: hours before the same user can trigger it again (default 24, at least 1).'),
     action_url: z.string().url().max(2048).optional().describe('URL opened when the notification is tapped.'),
   },
   output: {
@@ -58,21 +82,15 @@ export const createPushCampaign = defineTool({
         available_events_count: z.number(),
       })
       .nullable(),
-    scheduled_at: z.string().nullable(),
+    scheduled_at: z.string().nullable().describe('When the first send is due (ISO 8601).'),
+    created_by: campaignCreator.describe('The MCP key that created the campaign.'),
   },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   writes: true,
   async run({ app_id, ...input }, { ctx, principal }) {
     const app = await appForMcpKey(ctx.db, principal, app_id);
-    const created = await createCampaign(ctx, app, input);
-    return {
-      campaign_id: created.campaign.id,
-      name: created.campaign.name,
-      status: created.campaign.status,
-      audience: created.audience,
-      trigger: created.trigger,
-      scheduled_at: created.campaign.scheduled_at ? created.campaign.scheduled_at.toISOString() : null,
-    };
+    const creator = { kind: 'mcp' as const, key_id: principal.keyId, key_name: principal.keyName };
+    return createdCampaignView(await createCampaign(ctx, app, input, creator));
   },
-  summary: (r) => `Campaign ${r.campaign_id} created (status ${r.status}).`,
+  summary: (r) => `Campaign ${r.campaign_id} created (status ${r.status}, first send ${r.scheduled_at ?? 'at once'}).`,
 });
