@@ -5,7 +5,12 @@ import type { CampaignStatusResult, CampaignSummary, McpCampaignDetail } from '@
 import { NotFoundError } from '../errors.js';
 import { isUuid } from '../ids.js';
 import { findAudience } from '../storage/audiences.js';
-import { deliveryFigures, peakDeliveryHour, queuedSendCount } from '../storage/campaign-sends.js';
+import {
+  deliveryFigures,
+  failedOccurrenceCount,
+  peakDeliveryHour,
+  queuedSendCount,
+} from '../storage/campaign-sends.js';
 import { type CampaignCounts, type CampaignRow, campaignCounts, findCampaign } from '../storage/campaigns.js';
 import { findDelivery } from '../storage/push.js';
 import type { AppRow } from '../storage/tenancy.js';
@@ -50,6 +55,7 @@ export async function campaignDetail(ctx: ServiceContext, app: AppRow, c: Campai
       delivery_rate: percent(counts.delivered, counts.sent),
       click_rate: percent(counts.clicked, counts.delivered),
       conversion_rate: percent(counts.converted, counts.delivered),
+      failed_occurrences: await failedOccurrenceCount(ctx.db, app.id, c.id),
     },
     performance: {
       avg_delivery_time: figures.avg_delivery_seconds === null ? null : `${figures.avg_delivery_seconds.toFixed(1)}s`,
@@ -86,6 +92,7 @@ export async function campaignStatus(ctx: ServiceContext, app: AppRow, id: strin
       campaign.created_at,
       f,
       oneShot && settled ? (f.last_resolved_at ?? campaign.updated_at) : null,
+      await failedOccurrenceCount(ctx.db, app.id, id),
     );
   }
   const delivery = await findDelivery(ctx.db, id);
@@ -100,6 +107,7 @@ export async function campaignStatus(ctx: ServiceContext, app: AppRow, id: strin
     delivery.created_at,
     f,
     f.pending > 0 ? null : (f.last_resolved_at ?? delivery.created_at),
+    0,
   );
 }
 
@@ -110,6 +118,7 @@ function body(
   createdAt: Date,
   f: Awaited<ReturnType<typeof deliveryFigures>>,
   completedAt: Date | null,
+  failedOccurrences: number,
 ): CampaignStatusResult {
   return {
     success: true,
@@ -130,6 +139,7 @@ function body(
       unknown: f.unknown,
       no_device: f.no_device,
       subscription_gone: f.subscription_gone,
+      failed_occurrences: failedOccurrences,
     },
     rates: {
       delivery_rate: fraction(f.delivered, f.sent),
