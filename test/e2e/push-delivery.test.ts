@@ -144,7 +144,11 @@ describe('retries on the job runner', () => {
         attempts: 1,
         error: expect.stringMatching(/^503:/),
       });
-      expect((await status(tenant, id)).data).toMatchObject({ status: 'sending', stats: { pending: 1, sent: 0 } });
+      expect((await status(tenant, id)).data).toMatchObject({
+        status: 'pending',
+        completed_at: null,
+        stats: { pending: 1, sent: 0 },
+      });
 
       await later(999); // the first wait is half a second
       expect(os.requests).toHaveLength(2);

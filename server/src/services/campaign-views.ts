@@ -99,7 +99,9 @@ export async function campaignStatus(ctx: ServiceContext, app: AppRow, id: strin
   if (!delivery || delivery.app_id !== app.id || delivery.campaign_id !== null)
     throw new NotFoundError(`No campaign or delivery with id ${id}.`);
   const f = await deliveryFigures(ctx.db, app.id, { deliveryId: id });
-  const status = f.pending > 0 ? 'sending' : f.failed === f.total ? 'failed' : 'completed';
+  // a send waiting for its retry has nothing under way: pending until the job runner tries again
+  const status =
+    f.pending > 0 ? (delivery.next_attempt_at ? 'pending' : 'sending') : f.failed === f.total ? 'failed' : 'completed';
   return body(
     id,
     status,
