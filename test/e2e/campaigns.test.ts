@@ -370,7 +370,7 @@ describe('trigger occurrences that fail or are interrupted', () => {
     ]);
   });
 
-  it('records an occurrence as failed after 5 attempts: in the REST status, the MCP detail and the log', async () => {
+  it('records an occurrence as failed after 5 attempts, shown in the REST status and the MCP detail', async () => {
     c.set('2026-06-03T12:00:00Z');
     const t = await tenant([{ id: 'lou' }]);
     const created = await trigger(t, 'review_posted', 'BROKEN-MODEL thank them for the review');
