@@ -14,7 +14,7 @@ export const MAX_WAIT_MS = 60_000;
 const BASE_WAIT_MS = 500;
 
 /** Whether this failure may be tried again through this provider. */
-export function retryable(provider: PushProvider, err: unknown): boolean {
+function retryable(provider: PushProvider, err: unknown): boolean {
   if (!(err instanceof ProviderError) || err.kind !== null) return false;
   if (err.status === 429 || err.status === 503) return true;
   if (err.status === null || err.status >= 500) return provider.idempotent;
