@@ -301,7 +301,7 @@ describe('trigger campaigns', () => {
   });
 });
 
-describe('trigger occurrences that fail or are interrupted', () => {
+describe('trigger occurrences that fail or are interrupted', { timeout: 90_000 }, () => {
   const outbox = (campaignId: string) =>
     c.server.db.knex('campaign_trigger_outbox').where({ campaign_id: campaignId }).select('*');
   const trigger = async (t: Tenant, event: string, prompt: string) =>
