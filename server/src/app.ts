@@ -30,6 +30,8 @@ export interface AppDeps {
   logger: Logger;
   clock?: () => Date;
   ingestor: EventWriter;
+  /** Wakes the delivery worker for a push retry (server.ts); without it, its minute schedule does. */
+  wakeDeliveries?: (at: Date) => void;
 }
 
 export function createApp(deps: AppDeps): Express {
@@ -42,6 +44,7 @@ export function createApp(deps: AppDeps): Express {
     ingestor: deps.ingestor,
     llm: createLlm(config),
     sandbox: database.sandbox,
+    wakeDeliveries: deps.wakeDeliveries,
   };
   const { yaml, doc } = loadContract();
   memoiseRouteCompilation();

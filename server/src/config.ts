@@ -175,9 +175,15 @@ export interface Config {
   readonly analyticsQueryTimeoutMs: number;
   /** Time cap of every sandbox query in embedded mode, where the query is stopped by restarting the database thread. */
   readonly embeddedQueryTimeoutMs: number;
-  /** Whether this instance runs the campaign jobs (scheduler, triggers, sends); `CAMPAIGN_WORKERS=off` leaves them to others. */
+  /**
+   * Whether this instance runs the campaign jobs (scheduler, triggers, sends) and the delivery worker
+   * (push retries, /sendpush's included); `CAMPAIGN_WORKERS=off` leaves them to others.
+   */
   readonly campaignWorkers: boolean;
-  /** A `pending` delivery whose last attempt is older than this was left by a crash (the sweeper resolves it). */
+  /**
+   * Work an instance took and did not finish in this long was left by a crash: a `pending` delivery
+   * whose attempt is older (the sweeper resolves it), and a trigger occurrence whose lease ran out.
+   */
   readonly pushPendingStaleMs: number;
   /** The least time between an MCP campaign's creation and its first send, so that a person can review or pause it. */
   readonly mcpCampaignLeadMinutes: number;

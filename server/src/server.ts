@@ -82,6 +82,15 @@ export async function startServer(
     },
   });
   const links = { base: config.publicBaseUrl ?? '' };
+  // A push whose provider may take it later is attempted again by the delivery worker (job
+  // `push-sweep`) when its retry is due: queued here for whichever instance runs the campaign
+  // workers; the worker's minute schedule finds any wake-up that was lost.
+  const wakeDeliveries = (at: Date) => {
+    const seconds = (at.getTime() - clock().getTime()) / 1000;
+    jobs
+      .wakeAfter(PUSH_SWEEP, seconds, `due-${Math.ceil(at.getTime() / 1000)}`)
+      .catch((err) => logger.debug({ err: (err as Error).message }, 'could not wake the delivery worker'));
+  };
   const jobContext: ServiceContext = {
     db: database.knex,
     config,
@@ -90,13 +99,14 @@ export async function startServer(
     ingestor,
     llm: createLlm(config),
     sandbox: database.sandbox,
+    wakeDeliveries,
   };
   const engine = config.campaignWorkers ? { ctx: jobContext, linkBase: () => links.base } : undefined;
   const keep = options.jobs ?? (() => true);
   await jobs.start(jobDefinitions(database, clock, logger, engine).filter((job) => keep(job.name)));
   // The embedded database keeps no statistics of its own: gather them once at start.
   if (database.kind === 'pglite' && keep(REFRESH_SANDBOX_STATISTICS)) await jobs.runNow(REFRESH_SANDBOX_STATISTICS);
-  const app = createApp({ config, database, logger, clock, ingestor });
+  const app = createApp({ config, database, logger, clock, ingestor, wakeDeliveries });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);

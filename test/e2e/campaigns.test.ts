@@ -5,6 +5,8 @@
 // and GET /v1/notifications/campaigns/{id} for a campaign and a /sendpush deliveryId, with counts
 // and rates worked out by hand. Pushes go to local servers speaking the providers' APIs. The server
 // is the run's only one with campaign workers; its clock moves with real time from where it is set.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelQueuedCampaignSends } from '../../server/src/storage/campaign-sends.js';
 import {
@@ -33,6 +35,8 @@ const DAY = 24 * HOUR;
 let llm: FakeOpenAi;
 /** Text requests (push text) the language model received. */
 const textRequests = () => llm.requests.filter((r) => !r.response_format);
+/** Prompts containing a key get a 500 from the model, that many times (Infinity: always). */
+const llmFailures = new Map<string, number>();
 
 beforeAll(async () => {
   // The language model: picks `checkout_completed` for "the customer paid", nothing otherwise;
@@ -41,6 +45,12 @@ beforeAll(async () => {
     if (req.response_format?.json_schema?.name === 'trigger_event') {
       const asked = req.messages.at(-1)!.content;
       return JSON.stringify({ event_name: asked.includes('the customer paid') ? 'checkout_completed' : null });
+    }
+    const prompt = req.messages.at(-1)!.content;
+    for (const [key, left] of llmFailures) {
+      if (!prompt.includes(key) || left <= 0) continue;
+      llmFailures.set(key, left - 1);
+      return { status: 500, body: { error: { message: 'The server had an error', type: 'server_error' } } };
     }
     return 'Big sale today';
   });
@@ -291,6 +301,120 @@ describe('trigger campaigns', () => {
   });
 });
 
+describe('trigger occurrences that fail or are interrupted', { timeout: 90_000 }, () => {
+  const outbox = (campaignId: string) =>
+    c.server.db.knex('campaign_trigger_outbox').where({ campaign_id: campaignId }).select('*');
+  const trigger = async (t: Tenant, event: string, prompt: string) =>
+    createCampaign(c, t.app.id, { schedule_type: 'trigger', trigger_event_name: event, message: undefined, prompt });
+
+  it('keeps an occurrence whose text the model could not write, and sends it once when a retry succeeds', async () => {
+    c.set('2026-06-01T12:00:00Z');
+    const t = await tenant([{ id: 'fan' }]);
+    const created = await trigger(t, 'wishlist_added', 'FLAKY-MODEL thank them for the wish');
+    // two attempts fail (the OpenAI client asks twice per attempt), the third gets the text
+    llmFailures.set('FLAKY-MODEL', 4);
+    const from = wp.calls.length;
+    expect(
+      (await t.client.eventsTrack({ body: { user_id: 'fan', event_name: 'wishlist_added' } })).error,
+    ).toBeUndefined();
+    await drainTriggers(c);
+    expect(reachedSince(from)).toEqual([]);
+    const [first] = await outbox(created.campaign_id);
+    expect(first).toMatchObject({ attempts: 1, last_error: expect.stringContaining('500') });
+    expect(first.next_attempt_at.getTime() - c.now().getTime()).toBeGreaterThan(50_000); // a minute later
+    await drainTriggers(c); // not due yet
+    expect((await outbox(created.campaign_id))[0]).toMatchObject({ attempts: 1 });
+    c.advance(61_000);
+    await drainTriggers(c);
+    expect(reachedSince(from)).toEqual([]);
+    expect((await outbox(created.campaign_id))[0]).toMatchObject({ attempts: 2 });
+    c.advance(121_000); // then two minutes
+    await drainTriggers(c);
+    expect(wp.calls.slice(from).map((x) => [x.users, x.text])).toEqual([[['fan'], 'Big sale today']]);
+    expect(await outbox(created.campaign_id)).toEqual([]);
+    c.advance(HOUR);
+    await drainTriggers(c);
+    await tick(c);
+    expect(reachedSince(from)).toEqual(['fan']);
+    expect((await detail(c, created.campaign_id)).stats).toMatchObject({ sent: 1, failed_occurrences: 0 });
+  });
+
+  it('leaves an occurrence taken by a worker that stopped in the outbox, and sends it once when the lease ends', async () => {
+    c.set('2026-06-02T12:00:00Z');
+    const t = await tenant([{ id: 'kim' }]);
+    const created = await trigger(t, 'cart_saved', 'Remind them of the cart');
+    const user = await c.server.db.knex('users').where({ app_id: t.app.id, external_id: 'kim' }).first();
+    const from = wp.calls.length;
+    // what a worker killed after taking the occurrence leaves behind: taken once, leased for 2 minutes
+    const now = c.now();
+    await c.server.db.knex('campaign_trigger_outbox').insert({
+      app_id: t.app.id,
+      campaign_id: created.campaign_id,
+      user_id: user.id,
+      event_id: '018f0000-0000-7000-8000-0000000000aa',
+      event_at: now,
+      received_at: now,
+      attempts: 1,
+      next_attempt_at: new Date(now.getTime() + 120_000),
+    });
+    await drainTriggers(c);
+    expect(reachedSince(from)).toEqual([]);
+    c.advance(121_000);
+    await drainTriggers(c);
+    await drainTriggers(c);
+    expect(reachedSince(from)).toEqual(['kim']);
+    expect(await outbox(created.campaign_id)).toEqual([]);
+    const sends = await c.server.db.knex('campaign_sends').where({ campaign_id: created.campaign_id });
+    expect(sends.map((x) => [x.occurrence, x.status])).toEqual([
+      ['event:018f0000-0000-7000-8000-0000000000aa', 'done'],
+    ]);
+  });
+
+  it('records an occurrence as failed after 5 attempts, shown in the REST status and the MCP detail', async () => {
+    c.set('2026-06-03T12:00:00Z');
+    const t = await tenant([{ id: 'lou' }]);
+    const created = await trigger(t, 'review_posted', 'BROKEN-MODEL thank them for the review');
+    llmFailures.set('BROKEN-MODEL', Number.POSITIVE_INFINITY);
+    const from = wp.calls.length;
+    await t.client.eventsTrack({ body: { user_id: 'lou', event_name: 'review_posted' } });
+    await drainTriggers(c);
+    for (const wait of [1, 2, 4, 8]) {
+      expect(await outbox(created.campaign_id)).toHaveLength(1);
+      c.advance(wait * 60_000 + 1000);
+      await drainTriggers(c);
+    }
+    expect(await outbox(created.campaign_id)).toEqual([]);
+    expect(reachedSince(from)).toEqual([]);
+    const status = await t.client.pushCampaignStatus({ path: { campaign_id: created.campaign_id } });
+    expect(status.data!.stats).toMatchObject({ total_recipients: 0, failed: 0, failed_occurrences: 1 });
+    const mcp = new Client({ name: 'campaigns-test', version: '1.0.0' });
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${c.server.url}/mcp`), {
+        requestInit: { headers: { 'X-MCP-API-Key': t.mcpKey } },
+      }),
+    );
+    try {
+      const { tools } = await mcp.listTools();
+      expect(tools.map((x) => x.name)).toContain('get_campaign_status');
+      const result = await mcp.callTool({
+        name: 'get_campaign_status',
+        arguments: { campaign_id: created.campaign_id },
+      });
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toMatchObject({ stats: { sent: 0, failed_occurrences: 1 } });
+    } finally {
+      await mcp.close();
+    }
+    // the failure is kept with its reason; a later event of the user is a new occurrence
+    const [failed] = await c.server.db.knex('campaign_sends').where({ campaign_id: created.campaign_id });
+    expect(failed).toMatchObject({ status: 'failed', reason: expect.stringContaining('500') });
+    llmFailures.delete('BROKEN-MODEL');
+    await t.client.eventsTrack({ body: { user_id: 'lou', event_name: 'review_posted' } });
+    await drainTriggers(c);
+    expect(reachedSince(from)).toEqual(['lou']);
+  });
+});
+
 describe('protections', () => {
   it('caps campaign pushes per user and day across campaigns', async () => {
     c.set('2026-06-01T12:00:00Z');
@@ -430,6 +554,7 @@ describe('GET /v1/notifications/campaigns/{campaign_id}', () => {
         delivery_rate: 100,
         click_rate: 50,
         conversion_rate: 50,
+        failed_occurrences: 0,
       });
       expect(detail.data!.performance.best_performing_segment).toBe('all users');
       expect(detail.data!.performance.avg_delivery_time).toMatch(/^\d+\.\ds$/);

@@ -1,11 +1,12 @@
 // Push delivery you can trust, in one server: the delivery row is written `pending` before the
-// provider is called; 429 and 5xx answers are retried under the same idempotency key, honouring
+// provider is called; POST /v1/sendpush answers after the first attempt, and 429 and 5xx answers
+// are retried by the job runner's delivery worker under the same idempotency key, honouring
 // Retry-After; permanent refusals are recorded and not retried; Web Push 404/410 prunes the
 // subscription; users without a device are failed with that reason and counted apart; the
 // sweeper resends what a crash left pending under its key (OneSignal) or marks it unknown
 // (WonderPush). Crashes of real processes are in push-crash.test.ts.
 import { createTallyClient, type TallyClient } from '@tally/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { uuidv7 } from '../../server/src/ids.js';
 import { PUSH_SWEEP } from '../../server/src/jobs/index.js';
 import { runJob } from '../helpers/campaigns.js';
@@ -21,12 +22,23 @@ import { startTestServer, type Tenant, type TestServer } from '../helpers/server
 
 let server: TestServer;
 let admin: TallyClient;
+/**
+ * While set, the server's clock stands still here (a millisecond further at each reading, so rows
+ * keep their order) and only the test moves it; otherwise it is real time.
+ */
+let frozen: number | null = null;
+function clock(): Date {
+  if (frozen === null) return new Date();
+  frozen += 1;
+  return new Date(frozen);
+}
 
 beforeAll(async () => {
-  // This server works the sweeper's queue only (no campaign jobs), with the real clock.
+  // This server works the delivery worker's queue only (no campaign jobs), on a clock the retry
+  // tests stop and move.
   server = await startTestServer(
     { SECRET_KEY, PUSH_ENDPOINT_ALLOWLIST: '127.0.0.1', CAMPAIGN_WORKERS: 'on' },
-    { jobs: (name) => name === PUSH_SWEEP },
+    { jobs: (name) => name === PUSH_SWEEP, clock },
   );
   admin = createTallyClient({ baseUrl: server.url, adminToken: server.config.adminToken });
 });
@@ -83,28 +95,99 @@ describe('no push without a record', () => {
   });
 });
 
-describe('retries', () => {
-  it('retries a 429 after its Retry-After under the same idempotency key: one notification', async () => {
+// each run of the delivery worker waits for the job runner's next poll (2 s): generous time limits
+describe('retries on the job runner', { timeout: 120_000 }, () => {
+  // The server's clock stands still during these tests, so the wake-up a retry queues for itself
+  // finds nothing due yet: the test moves the clock and runs the delivery worker, no sleeping.
+  beforeEach(() => {
+    frozen = Date.now();
+  });
+  afterEach(() => {
+    frozen = null;
+  });
+  /** Moves the clock `ms` forward and runs the delivery worker once, awaited. */
+  const later = async (ms: number) => {
+    frozen! += ms;
+    await runJob(server, PUSH_SWEEP);
+  };
+  const status = (tenant: Tenant, id: string) => tenant.client.pushCampaignStatus({ path: { campaign_id: id } });
+
+  it('answers after the first attempt when OneSignal answers 503; the job runner sends it once, under the same key', async () => {
+    let answered!: () => void;
+    const responded = new Promise<void>((r) => {
+      answered = r;
+    });
+    let calls = 0;
+    const os = await startFakeOneSignal({
+      appId: OS_APP,
+      restApiKey: OS_KEY,
+      subscribedExternalIds: 'all',
+      // any second call is held until /sendpush has answered: a retry inside the request would hang it
+      answer: async () => {
+        calls += 1;
+        if (calls === 1) return { status: 503, body: { errors: ['Service Unavailable'] } };
+        await responded;
+        return undefined;
+      },
+    });
+    try {
+      const tenant = await tenantWith(oneSignal(os.baseUrl), 'u1');
+      const sent = await send(tenant, 'u1');
+      answered();
+      expect(sent.response.status).toBe(200);
+      expect(os.requests).toHaveLength(1);
+      const id = sent.data!.deliveryId;
+      expect(sent.data).toMatchObject({ success: true, recipientCount: 0 });
+      expect(sent.data!.message).toMatch(/HTTP 503.*retrying it in the background/);
+      expect(sent.data!.message).toContain(`/v1/notifications/campaigns/${id}`);
+      expect(await delivery(id)).toMatchObject({
+        status: 'pending',
+        attempts: 1,
+        error: expect.stringMatching(/^503:/),
+      });
+      expect((await status(tenant, id)).data).toMatchObject({
+        status: 'pending',
+        completed_at: null,
+        stats: { pending: 1, sent: 0 },
+      });
+
+      await later(999); // the first wait is half a second
+      expect(os.requests).toHaveLength(2);
+      expect(os.requests.map((r) => r.body.idempotency_key)).toEqual([id, id]);
+      expect(os.sent).toHaveLength(1);
+      expect(await delivery(id)).toMatchObject({ status: 'delivered', attempts: 2, error: null, recipients: 1 });
+      expect((await status(tenant, id)).data).toMatchObject({
+        status: 'completed',
+        stats: { pending: 0, sent: 1, delivered: 1 },
+      });
+      await later(60_000); // nothing left to do: no third call
+      expect(os.requests).toHaveLength(2);
+    } finally {
+      answered();
+      await os.close();
+    }
+  });
+
+  it("waits what a 429's Retry-After asks before the next attempt", async () => {
     let calls = 0;
     const os = await startFakeOneSignal({
       appId: OS_APP,
       restApiKey: OS_KEY,
       subscribedExternalIds: 'all',
       answer: () =>
-        ++calls === 1 ? { status: 429, body: { errors: ['Rate limit'] }, headers: { 'retry-after': '1' } } : undefined,
+        ++calls === 1 ? { status: 429, body: { errors: ['Rate limit'] }, headers: { 'retry-after': '20' } } : undefined,
     });
     try {
       const tenant = await tenantWith(oneSignal(os.baseUrl), 'u1');
-      const started = Date.now();
       const sent = await send(tenant, 'u1');
-      expect(sent.error).toBeUndefined();
-      expect(os.requests).toHaveLength(2);
-      const keys = os.requests.map((r) => r.body.idempotency_key);
-      expect(keys).toEqual([sent.data!.deliveryId, sent.data!.deliveryId]);
+      expect(sent.data).toMatchObject({ recipientCount: 0 });
+      await later(19_000);
+      expect(os.requests).toHaveLength(1);
+      expect((await delivery(sent.data!.deliveryId)).status).toBe('pending');
+      await later(1_000);
+      expect(os.requests.map((r) => r.body.idempotency_key)).toEqual([sent.data!.deliveryId, sent.data!.deliveryId]);
       expect(os.sent).toHaveLength(1);
-      // the second call waited for the second the provider asked for
-      expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
-      expect(await delivery(sent.data!.deliveryId)).toMatchObject({ status: 'delivered', attempts: 2, error: null });
+      expect(await delivery(sent.data!.deliveryId)).toMatchObject({ status: 'delivered', attempts: 2 });
     } finally {
       await os.close();
     }
@@ -112,7 +195,6 @@ describe('retries', () => {
 
   it('retries 500s from a provider with idempotency keys under the same key, with backoff', async () => {
     let calls = 0;
-    // two 500s, then the notification is created: every call carries the delivery's key
     const flaky = await startFakeOneSignal({
       appId: OS_APP,
       restApiKey: OS_KEY,
@@ -122,13 +204,42 @@ describe('retries', () => {
     try {
       const tenant = await tenantWith(oneSignal(flaky.baseUrl), 'u1');
       const sent = await send(tenant, 'u1');
-      expect(sent.error).toBeUndefined();
+      expect(sent.data).toMatchObject({ recipientCount: 0 });
+      await later(500);
+      expect(flaky.requests).toHaveLength(2);
+      await later(500); // the second wait is a second
+      expect(flaky.requests).toHaveLength(2);
+      await later(500);
       expect(flaky.requests).toHaveLength(3);
       expect(new Set(flaky.requests.map((r) => r.body.idempotency_key))).toEqual(new Set([sent.data!.deliveryId]));
       expect(flaky.sent).toHaveLength(1);
       expect(await delivery(sent.data!.deliveryId)).toMatchObject({ status: 'delivered', attempts: 3 });
     } finally {
       await flaky.close();
+    }
+  });
+
+  it('fails the delivery when the provider still cannot take it after 4 calls', async () => {
+    const os = await startFakeOneSignal({
+      appId: OS_APP,
+      restApiKey: OS_KEY,
+      subscribedExternalIds: 'all',
+      answer: () => ({ status: 503, body: { errors: ['Service Unavailable'] } }),
+    });
+    try {
+      const tenant = await tenantWith(oneSignal(os.baseUrl), 'u1');
+      const sent = await send(tenant, 'u1');
+      for (let i = 0; i < 4; i++) await later(60_000); // three retries, then nothing left to try
+      expect(os.requests).toHaveLength(4);
+      const row = await delivery(sent.data!.deliveryId);
+      expect(row).toMatchObject({ status: 'failed', attempts: 4, recipients: 0 });
+      expect(row.error).toMatch(/^503: OneSignal failed on its side/);
+      expect((await status(tenant, sent.data!.deliveryId)).data).toMatchObject({
+        status: 'failed',
+        stats: { failed: 1, pending: 0 },
+      });
+    } finally {
+      await os.close();
     }
   });
 
@@ -144,7 +255,8 @@ describe('retries', () => {
         'u1',
       );
       const sent = await send(tenant, 'u1');
-      expect(sent.error).toBeUndefined();
+      expect(sent.data).toMatchObject({ recipientCount: 0 });
+      await later(500);
       expect(hook.requests.map((r) => r.headers['idempotency-key'])).toEqual([
         sent.data!.deliveryId,
         sent.data!.deliveryId,
@@ -175,6 +287,7 @@ describe('retries', () => {
       const sent = await send(tenant, 'u1');
       expect(sent.response.status).toBe(502);
       expect(sent.error).toMatchObject({ code: 'PROVIDER_ERROR', details: { provider: 'onesignal', status: 400 } });
+      await later(60_000);
       expect(os.requests).toHaveLength(1);
       const row = await db()('push_deliveries').where({ app_id: tenant.app.id }).first();
       expect(row).toMatchObject({ status: 'failed', attempts: 1, failure_kind: null });
@@ -198,11 +311,13 @@ describe('retries', () => {
     try {
       const tenant = await tenantWith(wonderPush(wp.baseUrl), 'u1');
       const first = await send(tenant, 'u1');
-      expect(first.error).toBeUndefined();
+      expect(first.data).toMatchObject({ recipientCount: 0 });
+      await later(1_000);
       expect(wp.requests).toHaveLength(2);
       expect(wp.sent).toHaveLength(1);
       const second = await send(tenant, 'u1');
       expect(second.response.status).toBe(502);
+      await later(60_000);
       expect(wp.requests).toHaveLength(3);
       const rows = await db()('push_deliveries').where({ app_id: tenant.app.id }).orderBy('created_at');
       expect(rows.map((r) => [r.status, r.attempts])).toEqual([

@@ -234,14 +234,15 @@ describe('webhook', () => {
     }
   });
 
-  it('a receiver that fails is a 502 with its status; a wrong secret is refused by the receiver', async () => {
-    const down = await startFakeWebhook({ secret: HOOK_SECRET, status: 503 });
+  it('a receiver that refuses is a 502 with its status; a wrong secret is refused by the receiver', async () => {
+    // a 503 is retried in the background instead (push-delivery.test.ts); a 400 is final
+    const down = await startFakeWebhook({ secret: HOOK_SECRET, status: 400 });
     const strict = await startFakeWebhook({ secret: 'another-secret' });
     try {
       const tenant = await tenantWithUser('hook-user');
       await configure(tenant.app.id, { provider: 'webhook', webhook_url: down.baseUrl, webhook_secret: HOOK_SECRET });
       const failed = await tenant.client.pushSend({ body: { user_id: 'hook-user', title: 'Ping', message: 'Pong' } });
-      expect(failed.error).toMatchObject({ code: 'PROVIDER_ERROR', details: { provider: 'webhook', status: 503 } });
+      expect(failed.error).toMatchObject({ code: 'PROVIDER_ERROR', details: { provider: 'webhook', status: 400 } });
       expect(JSON.stringify(failed.error)).not.toContain('receiver is down');
       await configure(tenant.app.id, { provider: 'webhook', webhook_url: strict.baseUrl, webhook_secret: HOOK_SECRET });
       const unsigned = await tenant.client.pushSend({ body: { user_id: 'hook-user', title: 'Ping', message: 'Pong' } });
@@ -315,12 +316,13 @@ describe('Web Push', () => {
       expect(none.response.status).toBe(502);
       expect(none.error).toMatchObject({ code: 'PROVIDER_ERROR', details: { provider: 'webpush', status: null } });
 
-      await insertSubscription(tenant, 'browser-user', service.subscribe(429));
+      // a 429 would be retried in the background (push-delivery.test.ts); a 403 is final
+      await insertSubscription(tenant, 'browser-user', service.subscribe(403));
       const refused = await tenant.client.pushSend({
         body: { user_id: 'browser-user', title: 'Hi', message: 'There' },
       });
       expect(service.problems).toEqual([]);
-      expect(refused.error).toMatchObject({ details: { provider: 'webpush', status: 429 } });
+      expect(refused.error).toMatchObject({ details: { provider: 'webpush', status: 403 } });
       const statuses = await db()('push_deliveries').where({ app_id: tenant.app.id }).pluck('status');
       expect(statuses).toEqual(['failed', 'failed']);
     } finally {

@@ -1,5 +1,6 @@
 // A local HTTP server that speaks OpenAI's chat completions API (POST /v1/chat/completions), so
-// the OpenAI adapter is tested over real HTTP. `respond` decides each answer's message content.
+// the OpenAI adapter is tested over real HTTP. `respond` decides each answer's message content (a
+// promise holds the answer until it settles).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -18,7 +19,9 @@ export interface FakeOpenAi {
 }
 
 export async function startFakeOpenAi(
-  respond: (req: ChatRequest) => string | { status: number; body: unknown },
+  respond: (
+    req: ChatRequest,
+  ) => string | { status: number; body: unknown } | Promise<string | { status: number; body: unknown }>,
 ): Promise<FakeOpenAi> {
   const requests: ChatRequest[] = [];
   const server = http.createServer((req, res) => {
@@ -26,7 +29,7 @@ export async function startFakeOpenAi(
     req.on('data', (c) => {
       raw += c;
     });
-    req.on('end', () => {
+    req.on('end', async () => {
       res.setHeader('content-type', 'application/json');
       if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
         res.statusCode = 404;
@@ -36,7 +39,7 @@ export async function startFakeOpenAi(
       const body = JSON.parse(raw);
       const chat: ChatRequest = { ...body, headers: req.headers };
       requests.push(chat);
-      const answer = respond(chat);
+      const answer = await respond(chat);
       if (typeof answer !== 'string') {
         res.statusCode = answer.status;
         res.end(JSON.stringify(answer.body));
@@ -61,6 +64,10 @@ export async function startFakeOpenAi(
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
-    close: () => new Promise((r) => server.close(() => r())),
+    close: () =>
+      new Promise((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -84,7 +84,7 @@ const isStringArray = (v: unknown): v is string[] =>
 
 export async function startFakeWonderPush(options: {
   accessToken: string;
-  answer?: (r: Received) => Answer | undefined;
+  answer?: (r: Received) => Answer | undefined | Promise<Answer | undefined>;
   /** Called after a delivery was made and before it is answered: a test may hold the answer. */
   hold?: (r: Received) => Promise<void> | undefined;
 }) {
@@ -104,7 +104,7 @@ export async function startFakeWonderPush(options: {
     const alert = b.notification?.alert;
     if (typeof alert?.text !== 'string' || !alert.text)
       return fail(400, '10002', 'notification.alert.text is required');
-    const custom = options.answer?.(r);
+    const custom = await options.answer?.(r);
     if (custom) return custom;
     n += 1;
     sent.push({ targetUserIds: b.targetUserIds });
@@ -121,8 +121,11 @@ export async function startFakeOneSignal(options: {
   restApiKey: string;
   /** External ids with a subscribed device; `all` for every id. */
   subscribedExternalIds: string[] | 'all';
-  /** Answers instead of OneSignal before anything is sent (a 429 with Retry-After, a 500...). */
-  answer?: (r: Received) => Answer | undefined;
+  /**
+   * Answers instead of OneSignal before anything is sent (a 429 with Retry-After, a 500...); a
+   * promise holds the answer until it settles.
+   */
+  answer?: (r: Received) => Answer | undefined | Promise<Answer | undefined>;
   /** Called after a notification was created and before it is answered: a test may hold the answer. */
   hold?: (r: Received) => Promise<void> | undefined;
 }) {
@@ -157,7 +160,7 @@ export async function startFakeOneSignal(options: {
     const key = typeof b.idempotency_key === 'string' ? b.idempotency_key : null;
     const seen = key ? byKey.get(key) : undefined;
     if (seen) return seen;
-    const custom = options.answer?.(r);
+    const custom = await options.answer?.(r);
     if (custom) return custom;
     let answer: Answer;
     if (!ids.some(subscribed)) {
@@ -199,13 +202,13 @@ export async function startFakeWebhook(options: {
   secret: string;
   status?: number;
   /** Answers instead of the receiver, after the signature is checked (a 503, a 429...). */
-  answer?: (r: Received) => Answer | undefined;
+  answer?: (r: Received) => Answer | undefined | Promise<Answer | undefined>;
 }) {
   const verified: WebhookBody[] = [];
   // A well-behaved receiver delivers each Idempotency-Key once and answers a repeat as the first time.
   const delivered: WebhookBody[] = [];
   const byKey = new Map<string, Answer>();
-  const fake = await serve((r) => {
+  const fake = await serve(async (r) => {
     const expected = `sha256=${createHmac('sha256', options.secret).update(r.raw).digest('hex')}`;
     const got = String(r.headers['x-tally-signature'] ?? '');
     const ok = got.length === expected.length && timingSafeEqual(Buffer.from(got), Buffer.from(expected));
@@ -216,7 +219,7 @@ export async function startFakeWebhook(options: {
     const key = typeof r.headers['idempotency-key'] === 'string' ? r.headers['idempotency-key'] : null;
     const seen = key ? byKey.get(key) : undefined;
     if (seen) return seen;
-    const custom = options.answer?.(r);
+    const custom = await options.answer?.(r);
     if (custom) return custom;
     if (options.status && options.status >= 300) return { status: options.status, body: { error: 'receiver is down' } };
     delivered.push(r.body);

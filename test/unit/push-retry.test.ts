@@ -1,9 +1,9 @@
-// Which provider failures are retried, how long each wait is (Retry-After honoured, else doubling
-// from half a second), and when the attempts end.
+// Which provider failures are retried, how long each wait before the job runner's next attempt is
+// (Retry-After honoured, else doubling from half a second), and when the attempts end.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ProviderError, type PushProvider, parseRetryAfter } from '../../server/src/push/provider.js';
-import { MAX_ATTEMPTS, withRetries } from '../../server/src/push/retry.js';
+import { MAX_ATTEMPTS, retryDelay } from '../../server/src/push/retry.js';
 
 const provider = (idempotent: boolean) => ({ kind: 'webhook', idempotent }) as unknown as PushProvider;
 
@@ -14,22 +14,15 @@ function failing(status: number | null, retryAfterMs: number | null = null, kind
   return err;
 }
 
-async function run(p: PushProvider, errors: ProviderError[]) {
-  const waits: number[] = [];
-  let calls = 0;
-  const outcome = await withRetries(
-    p,
-    async () => {
-      const err = errors[calls++];
-      if (err) throw err;
-      return 'ok';
-    },
-    undefined,
-    async (ms) => {
-      waits.push(ms);
-    },
-  ).catch((err: unknown) => err);
-  return { outcome, waits, calls };
+/** The waits before each retry of these failures, in order, until retryDelay says there is none. */
+function waits(p: PushProvider, errors: ProviderError[]) {
+  const out: number[] = [];
+  for (let attempt = 1; attempt <= errors.length; attempt++) {
+    const wait = retryDelay(p, errors[attempt - 1], attempt);
+    if (wait === null) break;
+    out.push(wait);
+  }
+  return out;
 }
 
 describe('Retry-After', () => {
@@ -44,21 +37,19 @@ describe('Retry-After', () => {
   });
 });
 
-describe('withRetries', () => {
-  it('waits what Retry-After asks, else doubles from 0.5 s, and stops after MAX_ATTEMPTS calls', async () => {
-    const r = await run(provider(true), [failing(429, 2000), failing(500), failing(503), failing(502), failing(500)]);
-    expect(r.calls).toBe(MAX_ATTEMPTS);
-    expect(r.waits).toEqual([2000, 1000, 2000]);
-    expect(r.outcome).toBeInstanceOf(ProviderError);
-    expect((r.outcome as { attempts: number }).attempts).toBe(MAX_ATTEMPTS);
+describe('retryDelay', () => {
+  it('waits what Retry-After asks, else doubles from 0.5 s, and stops after MAX_ATTEMPTS calls', () => {
+    const errors = [failing(429, 2000), failing(500), failing(503), failing(502), failing(500)];
+    expect(waits(provider(true), errors)).toEqual([2000, 1000, 2000]);
+    expect(MAX_ATTEMPTS).toBe(4);
+    expect(retryDelay(provider(true), failing(503), MAX_ATTEMPTS)).toBeNull();
   });
 
-  it('succeeds on a later call and says how many it took', async () => {
-    const r = await run(provider(false), [failing(429, 0), failing(503)]);
-    expect(r.outcome).toEqual({ result: 'ok', attempts: 3 });
+  it('retries 429 and 503 through any provider', () => {
+    expect(waits(provider(false), [failing(429, 0), failing(503)])).toEqual([0, 1000]);
   });
 
-  it('never retries a permanent refusal, a user without a device, or a Retry-After over a minute', async () => {
+  it('never retries a permanent refusal, a user without a device, or a Retry-After over a minute', () => {
     for (const err of [
       failing(400),
       failing(401),
@@ -67,16 +58,31 @@ describe('withRetries', () => {
       failing(200, null, 'no_device'),
       failing(429, 3_600_000),
     ]) {
-      const r = await run(provider(true), [err]);
-      expect(r.calls).toBe(1);
-      expect(r.outcome).toBe(err);
+      expect(retryDelay(provider(true), err, 1)).toBeNull();
+    }
+    expect(retryDelay(provider(true), failing(429, 60_000), 1)).toBe(60_000);
+  });
+
+  it('retries 5xx and lost answers only through a provider with idempotency keys', () => {
+    for (const status of [500, 502, 504, null]) {
+      expect(retryDelay(provider(false), failing(status), 1)).toBeNull();
+      expect(retryDelay(provider(true), failing(status), 1)).toBe(500);
     }
   });
 
-  it('retries 5xx and lost answers only through a provider with idempotency keys', async () => {
-    for (const status of [500, 502, 504, null]) {
-      expect((await run(provider(false), [failing(status)])).calls).toBe(1);
-      expect((await run(provider(true), [failing(status)])).outcome).toEqual({ result: 'ok', attempts: 2 });
-    }
+  it('never waits beyond a minute nor allows more than MAX_ATTEMPTS calls, whatever the failures', () => {
+    const failure = fc.record({
+      status: fc.option(fc.integer({ min: 100, max: 599 })),
+      retryAfterMs: fc.option(fc.integer({ min: 0, max: 10_000_000 })),
+    });
+    fc.assert(
+      fc.property(fc.boolean(), fc.array(failure, { minLength: 1, maxLength: 10 }), (idempotent, list) => {
+        const found = waits(
+          provider(idempotent),
+          list.map((f) => failing(f.status, f.retryAfterMs)),
+        );
+        return found.length < MAX_ATTEMPTS && found.every((w) => w >= 0 && w <= 60_000);
+      }),
+    );
   });
 });

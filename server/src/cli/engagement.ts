@@ -191,6 +191,9 @@ function registerCampaigns(program: Command): void {
       `  next run: ${c.next_run_at ?? 'none'}`,
       `  sent ${c.stats.sent}, delivered ${c.stats.delivered} (${c.stats.delivery_rate}%), clicked ${c.stats.clicked} (${c.stats.click_rate}%), converted ${c.stats.converted} (${c.stats.conversion_rate}%)`,
       `  average delivery time: ${p.avg_delivery_time ?? 'n/a'}; peak hour: ${p.peak_delivery_hour ?? 'n/a'}`,
+      ...(c.stats.failed_occurrences > 0
+        ? [`  failed occurrences (no push made after 5 attempts; see the server log): ${c.stats.failed_occurrences}`]
+        : []),
     ]);
   });
 

@@ -18,11 +18,12 @@ export function pushHandlers(
     Push_send: async ({ body }, request) => {
       // Click links point at PUBLIC_BASE_URL, else at the address this request came to.
       const linkBase = ctx.config.publicBaseUrl ?? request.origin;
-      const { delivery, generatedMessage } = await sendPush(ctx, requireApp(request), body, linkBase);
+      const { delivery, generatedMessage, retrying } = await sendPush(ctx, requireApp(request), body, linkBase);
       return {
         success: true,
-        message:
-          delivery.status === 'delivered'
+        message: retrying
+          ? `The ${retrying.provider} push provider could not take the notification yet (${retrying.status === null ? 'no answer' : `HTTP ${retrying.status}`}), so Tally is retrying it in the background. GET /v1/notifications/campaigns/${delivery.id} shows it pending until the provider takes it or the attempts end.`
+          : delivery.status === 'delivered'
             ? 'Push notification accepted by the provider for delivery.'
             : 'Push notification sent to the provider.',
         deliveryId: delivery.id,

@@ -1,6 +1,7 @@
 // The jobs Tally runs in the background, on the job runner (jobs/runner.ts).
 import type { Logger } from 'pino';
-import { type CampaignEngine, runDueCampaigns, runTriggers } from '../services/campaign-runs.js';
+import { type CampaignEngine, runDueCampaigns } from '../services/campaign-runs.js';
+import { runTriggers } from '../services/campaign-trigger-runs.js';
 import type { Clock } from '../services/context.js';
 import { sweepPending } from '../services/push-sweeper.js';
 import { enforceRetention } from '../services/retention.js';
@@ -45,8 +46,10 @@ export function jobDefinitions(
           },
         },
         {
-          // Deliveries a crash left `pending`: resent under their idempotency key, or marked
-          // unknown (services/push-sweeper.ts); also run once when an instance starts.
+          // The delivery worker (services/push-sweeper.ts): every push attempt after a delivery's
+          // first, /sendpush's included. Retries due (woken for their time by the instance that
+          // scheduled them, whatever its CAMPAIGN_WORKERS), and deliveries a crash left `pending`
+          // (resent under their idempotency key, or marked unknown); also run when an instance starts.
           name: PUSH_SWEEP,
           cron: '* * * * *',
           async run() {

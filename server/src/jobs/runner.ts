@@ -92,6 +92,18 @@ export class JobRunner {
     return this.running().send(name, {});
   }
 
+  /**
+   * Queues a job to start in `seconds` for whichever instance works its queue; one per `key` and
+   * minute of queueing (so many callers asking for the same moment queue one run).
+   */
+  async wakeAfter(name: string, seconds: number, key: string): Promise<string | null> {
+    return this.running().send(
+      name,
+      {},
+      { ...(seconds > 0 ? { startAfter: seconds } : {}), singletonKey: key, singletonSeconds: 60 },
+    );
+  }
+
   /** The state of one queued job (created, active, completed, failed...). */
   async state(name: string, id: string): Promise<string | null> {
     return (await this.running().getJobById(name, id, { includeArchive: true }))?.state ?? null;

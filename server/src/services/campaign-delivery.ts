@@ -4,9 +4,9 @@
 // grouped by rendered text and, for providers that take many recipients per call (OneSignal,
 // WonderPush), batched within their per-call limit behind one tracked batch link. Every delivery
 // row is written `pending` (with its send marked done, in one transaction) before the provider is
-// called, the call retried when the provider may take it later, and the row resolved after.
+// called; the call and its outcome are the delivery state machine's (services/push-attempts.ts),
+// which leaves a delivery the provider may take later to the job runner.
 import { uuidv7 } from '../ids.js';
-import type { BatchResult } from '../push/provider.js';
 import {
   campaignPushesSince,
   finishSends,
@@ -14,7 +14,6 @@ import {
   insertPendingDeliveries,
   linkSends,
   type PendingDelivery,
-  resolveDeliveries,
   type SendRow,
   type TargetUser,
   targetUsersById,
@@ -24,7 +23,7 @@ import { inTransaction } from '../storage/handle.js';
 import type { AppRow } from '../storage/tenancy.js';
 import type { ServiceContext } from './context.js';
 import { clickLink, type PreparedProvider, prepareProvider } from './push.js';
-import { attempt, failedColumns } from './push-attempts.js';
+import { attemptDelivery } from './push-attempts.js';
 
 const DAY_MS = 86_400_000;
 
@@ -174,77 +173,17 @@ async function sendBatch(
   const batchId = uuidv7(at.getTime());
   const written = await writePending(ctx, app, campaign, prepared, all, at, batchId);
   if (written.length === 0) return;
-  const group = written.map((w) => w.r);
-  const rows = written.map((w) => w.row);
-  const idOf = new Map(group.map((r, i) => [r.user.external_id, rows[i]!.id]));
-  const { provider } = prepared;
-  const outcome = await attempt(
-    ctx,
-    provider,
-    () =>
-      provider.sendMany!({
-        app,
-        users: group.map((r) => r.user),
-        batchId,
-        title: campaign.title,
-        message: text,
-        actionUrl: campaign.action_url ? clickLink(linkBase, batchId) : undefined,
-      }),
-    { app_id: app.id, campaign_id: campaign.id, batch_id: batchId },
-  );
-  if (!outcome.ok) {
-    await resolveDeliveries(
-      ctx.db,
-      app.id,
-      rows.map((r) => r.id),
-      failedColumns(outcome, ctx.clock()),
-    );
-    return;
-  }
-  await resolveBatch(
-    ctx,
-    app.id,
-    outcome.result,
-    outcome.attempts,
-    group.map((r) => r.user.external_id),
-    idOf,
-  );
-}
-
-/** Records a batch's answer: the external ids it could not target failed (no device), the rest sent. */
-export async function resolveBatch(
-  ctx: ServiceContext,
-  appId: string,
-  result: BatchResult,
-  attempts: number,
-  externalIds: string[],
-  idOf: Map<string, string>,
-) {
-  const failed = new Set(result.failedExternalIds);
-  const resolvedAt = ctx.clock();
-  await resolveDeliveries(ctx.db, appId, [...failed].map((x) => idOf.get(x)!).filter(Boolean), {
-    status: 'failed',
-    provider_message_id: result.providerMessageId,
-    error: 'the provider could not target this user (no device)',
-    recipients: 0,
-    resolved_at: resolvedAt,
-    attempts,
-    failure_kind: 'no_device',
+  await attemptDelivery(ctx, {
+    app,
+    prepared,
+    batchId,
+    recipients: written.map((w) => ({ deliveryId: w.row.id, user: w.r.user })),
+    title: campaign.title,
+    message: text,
+    actionUrl: campaign.action_url ? clickLink(linkBase, batchId) : undefined,
+    attempt: 1,
+    log: { campaign_id: campaign.id },
   });
-  await resolveDeliveries(
-    ctx.db,
-    appId,
-    externalIds.filter((x) => !failed.has(x)).map((x) => idOf.get(x)!),
-    {
-      status: result.delivered ? 'delivered' : 'sent',
-      provider_message_id: result.providerMessageId,
-      error: null,
-      recipients: 1,
-      resolved_at: resolvedAt,
-      attempts,
-      failure_kind: null,
-    },
-  );
 }
 
 async function sendOne(
@@ -258,35 +197,16 @@ async function sendOne(
   const [written] = await writePending(ctx, app, campaign, prepared, [r], ctx.clock(), null);
   if (!written) return;
   const { row } = written;
-  const { provider } = prepared;
-  const outcome = await attempt(
-    ctx,
-    provider,
-    () =>
-      provider.send({
-        app,
-        user: r.user,
-        deliveryId: row.id,
-        idempotencyKey: row.id,
-        title: campaign.title,
-        message: r.text,
-        actionUrl: campaign.action_url ? clickLink(linkBase, row.id) : undefined,
-      }),
-    { app_id: app.id, campaign_id: campaign.id, delivery_id: row.id },
-  );
-  if (!outcome.ok) {
-    await resolveDeliveries(ctx.db, app.id, [row.id], failedColumns(outcome, ctx.clock()));
-    return;
-  }
-  const result = outcome.result;
-  await resolveDeliveries(ctx.db, app.id, [row.id], {
-    status: result.delivered ? 'delivered' : 'sent',
-    provider_message_id: result.providerMessageId,
-    error: null,
-    recipients: result.recipients,
-    resolved_at: ctx.clock(),
-    attempts: outcome.attempts,
-    failure_kind: null,
+  await attemptDelivery(ctx, {
+    app,
+    prepared,
+    deliveryId: row.id,
+    user: r.user,
+    title: campaign.title,
+    message: r.text,
+    actionUrl: campaign.action_url ? clickLink(linkBase, row.id) : undefined,
+    attempt: 1,
+    log: { campaign_id: campaign.id },
   });
 }
 

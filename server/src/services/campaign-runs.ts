@@ -1,6 +1,6 @@
 // The campaign engine, run by the job runner: due campaigns (one-shots at their time, recurring
-// runs by cron in the organization's time zone, slipping-away scans), trigger occurrences from the
-// outbox the event writer fills, and the queued sends (held by quiet hours or not yet sent). Each
+// runs by cron in the organization's time zone, slipping-away scans) and the queued sends (held by
+// quiet hours or not yet sent); trigger occurrences are in campaign-trigger-runs.ts. Each
 // occurrence evaluates the audience at that moment, generates a prompt's text once, and claims one
 // send per (campaign, user, occurrence) before anything is sent (services/campaign-delivery.ts).
 
@@ -9,32 +9,22 @@ import {
   claimSends,
   inactiveUsers,
   type SendRow,
-  sentSince,
   type TargetUser,
   takeDueSends,
   targetUsers,
-  targetUsersById,
 } from '../storage/campaign-sends.js';
-import {
-  type CampaignRow,
-  dueCampaigns,
-  findCampaign,
-  moveCampaign,
-  type OutboxRow,
-  takeOutbox,
-} from '../storage/campaigns.js';
+import { type CampaignRow, dueCampaigns, findCampaign, moveCampaign } from '../storage/campaigns.js';
 import { type Db, inTransaction } from '../storage/handle.js';
 import { type AppRow, findApp } from '../storage/tenancy.js';
 import { deliverSends } from './campaign-delivery.js';
 import { nextCronRun, quietHoursEnd } from './campaign-schedule.js';
-import { appTimeZone, DEFAULT_COOLDOWN_HOURS, DEFAULT_INACTIVITY_DAYS } from './campaigns.js';
+import { appTimeZone, DEFAULT_INACTIVITY_DAYS } from './campaigns.js';
 import type { ServiceContext } from './context.js';
 import { allMemberIds } from './mcp-audiences.js';
 import { generateMessage } from './push.js';
 
 /** How often a live slipping-away campaign looks for newly inactive users. */
 export const SLIPPING_AWAY_SCAN_MS = 15 * 60_000;
-const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
 export interface CampaignEngine {
@@ -78,7 +68,7 @@ async function runCampaign(engine: CampaignEngine, c: CampaignRow): Promise<void
         c,
         timeZone,
         users.map((user) => ({ user, occurrence: 'once' })),
-        claim({ status: 'sent', next_run_at: null, first_sent_at: now }),
+        { claim: claim({ status: 'sent', next_run_at: null, first_sent_at: now }) },
       );
       return;
     }
@@ -92,7 +82,7 @@ async function runCampaign(engine: CampaignEngine, c: CampaignRow): Promise<void
         c,
         timeZone,
         users.map((user) => ({ user, occurrence })),
-        claim({ status: 'live', next_run_at: next, first_sent_at: c.first_sent_at ?? now }),
+        { claim: claim({ status: 'live', next_run_at: next, first_sent_at: c.first_sent_at ?? now }) },
       );
       return;
     }
@@ -125,33 +115,39 @@ async function audienceUsers(ctx: ServiceContext, app: AppRow, c: CampaignRow): 
   return targetUsers(ctx.db, app.id, await allMemberIds(ctx, app.id, c.audience_id));
 }
 
-async function inAudience(ctx: ServiceContext, app: AppRow, c: CampaignRow, users: TargetUser[]) {
+/** Those of `users` in the campaign's audience (all of them without one). */
+export async function inAudience(ctx: ServiceContext, app: AppRow, c: CampaignRow, users: TargetUser[]) {
   if (!c.audience_id || users.length === 0) return users;
   const members = new Set(await allMemberIds(ctx, app.id, c.audience_id));
   return users.filter((u) => members.has(u.external_id));
 }
 
 /**
- * Claims the occurrence's sends (the text generated once) and sends those not held by quiet hours.
- * `claimCampaign`, when given, moves the campaign in the same transaction; if another run moved it
- * first, nothing is claimed.
+ * Claims the occurrence's sends (the text generated once, before the transaction: no transaction
+ * stays open across a language-model call) and sends those not held by quiet hours. `claim`, when
+ * given, runs in the claim's transaction (moves the campaign, or deletes the trigger occurrence
+ * from the outbox); when it returns false, another worker got there first and nothing is claimed.
+ * With `strictText`, a language-model failure is thrown instead of written around by the composer.
  */
-async function queueOccurrence(
+export async function queueOccurrence(
   engine: CampaignEngine,
   app: AppRow,
   c: CampaignRow,
   timeZone: string,
   targets: { user: TargetUser; occurrence: string }[],
-  claimCampaign?: (db: Db) => Promise<boolean>,
+  options: { claim?: (db: Db) => Promise<boolean>; strictText?: boolean } = {},
 ): Promise<void> {
   const { ctx } = engine;
+  const { claim } = options;
   if (targets.length === 0) {
-    if (claimCampaign) await claimCampaign(ctx.db);
+    if (claim) await claim(ctx.db);
     return;
   }
   const now = ctx.clock();
   const message =
-    c.prompt !== null ? await generateMessage(ctx, c.prompt, c.max_characters ?? 150, c.title) : (c.message ?? '');
+    c.prompt !== null
+      ? await generateMessage(ctx, c.prompt, c.max_characters ?? 150, c.title, options.strictText)
+      : (c.message ?? '');
   const notBefore = quietHoursEnd(now, app.push_quiet_hours, timeZone);
   const rows: SendRow[] = targets.map(({ user, occurrence }) => ({
     id: uuidv7(now.getTime()),
@@ -168,7 +164,7 @@ async function queueOccurrence(
     updated_at: now,
   }));
   const claimed = await inTransaction(ctx.db, async (tx) => {
-    if (claimCampaign && !(await claimCampaign(tx))) return null;
+    if (claim && !(await claim(tx))) return null;
     return claimSends(tx, rows);
   });
   if (claimed === null) return;
@@ -200,50 +196,4 @@ export async function sendQueued(engine: CampaignEngine): Promise<void> {
       }
     }
   }
-}
-
-/** Turns trigger outbox rows into occurrences (cooldown, audience), then sends. */
-export async function runTriggers(engine: CampaignEngine): Promise<void> {
-  const { ctx } = engine;
-  for (;;) {
-    const rows = await inTransaction(ctx.db, (tx) => takeOutbox(tx, 200));
-    if (rows.length === 0) break;
-    for (const row of rows) {
-      try {
-        await fire(engine, row);
-      } catch (err) {
-        ctx.logger.error({ err, campaign_id: row.campaign_id }, 'trigger occurrence failed');
-      }
-    }
-  }
-  await sendQueued(engine);
-}
-
-async function fire(engine: CampaignEngine, row: OutboxRow): Promise<void> {
-  const { ctx } = engine;
-  const now = ctx.clock();
-  let c = await findCampaign(ctx.db, row.app_id, row.campaign_id);
-  if (!c || (c.status !== 'live' && c.status !== 'scheduled')) return;
-  if (row.received_at.getTime() - row.event_at.getTime() > HOUR_MS) return;
-  if (c.status === 'scheduled') {
-    if (!c.next_run_at || c.next_run_at > row.received_at) return; // not started when the event came
-    c =
-      (await moveCampaign(ctx.db, c.app_id, c.id, ['scheduled'], {
-        status: 'live',
-        next_run_at: null,
-        updated_at: now,
-      })) ?? c;
-  }
-  const cooldown = (c.trigger_cooldown_hours ?? DEFAULT_COOLDOWN_HOURS) * HOUR_MS;
-  if (await sentSince(ctx.db, c.app_id, c.id, row.user_id, new Date(now.getTime() - cooldown))) return;
-  const app = await findApp(ctx.db, c.app_id);
-  if (!app) return;
-  const users = await inAudience(ctx, app, c, await targetUsersById(ctx.db, app.id, [row.user_id]));
-  await queueOccurrence(
-    engine,
-    app,
-    c,
-    await appTimeZone(ctx, app),
-    users.map((user) => ({ user, occurrence: `event:${row.event_id}` })),
-  );
 }

@@ -5,7 +5,12 @@ import type { CampaignStatusResult, CampaignSummary, McpCampaignDetail } from '@
 import { NotFoundError } from '../errors.js';
 import { isUuid } from '../ids.js';
 import { findAudience } from '../storage/audiences.js';
-import { deliveryFigures, peakDeliveryHour, queuedSendCount } from '../storage/campaign-sends.js';
+import {
+  deliveryFigures,
+  failedOccurrenceCount,
+  peakDeliveryHour,
+  queuedSendCount,
+} from '../storage/campaign-sends.js';
 import { type CampaignCounts, type CampaignRow, campaignCounts, findCampaign } from '../storage/campaigns.js';
 import { findDelivery } from '../storage/push.js';
 import type { AppRow } from '../storage/tenancy.js';
@@ -51,6 +56,7 @@ export async function campaignDetail(ctx: ServiceContext, app: AppRow, c: Campai
       delivery_rate: percent(counts.delivered, counts.sent),
       click_rate: percent(counts.clicked, counts.delivered),
       conversion_rate: percent(counts.converted, counts.delivered),
+      failed_occurrences: await failedOccurrenceCount(ctx.db, app.id, c.id),
     },
     performance: {
       avg_delivery_time: figures.avg_delivery_seconds === null ? null : `${figures.avg_delivery_seconds.toFixed(1)}s`,
@@ -87,13 +93,16 @@ export async function campaignStatus(ctx: ServiceContext, app: AppRow, id: strin
       campaign.created_at,
       f,
       oneShot && settled ? (f.last_resolved_at ?? campaign.updated_at) : null,
+      await failedOccurrenceCount(ctx.db, app.id, id),
     );
   }
   const delivery = await findDelivery(ctx.db, id);
   if (!delivery || delivery.app_id !== app.id || delivery.campaign_id !== null)
     throw new NotFoundError(`No campaign or delivery with id ${id}.`);
   const f = await deliveryFigures(ctx.db, app.id, { deliveryId: id });
-  const status = f.pending > 0 ? 'sending' : f.failed === f.total ? 'failed' : 'completed';
+  // a send waiting for its retry has nothing under way: pending until the job runner tries again
+  const status =
+    f.pending > 0 ? (delivery.next_attempt_at ? 'pending' : 'sending') : f.failed === f.total ? 'failed' : 'completed';
   return body(
     id,
     status,
@@ -101,6 +110,7 @@ export async function campaignStatus(ctx: ServiceContext, app: AppRow, id: strin
     delivery.created_at,
     f,
     f.pending > 0 ? null : (f.last_resolved_at ?? delivery.created_at),
+    0,
   );
 }
 
@@ -111,6 +121,7 @@ function body(
   createdAt: Date,
   f: Awaited<ReturnType<typeof deliveryFigures>>,
   completedAt: Date | null,
+  failedOccurrences: number,
 ): CampaignStatusResult {
   return {
     success: true,
@@ -131,6 +142,7 @@ function body(
       unknown: f.unknown,
       no_device: f.no_device,
       subscription_gone: f.subscription_gone,
+      failed_occurrences: failedOccurrences,
     },
     rates: {
       delivery_rate: fraction(f.delivered, f.sent),

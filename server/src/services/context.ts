@@ -1,5 +1,6 @@
 // What every service receives: the database, the configuration, a logger, a clock, the event
-// writer, the language model and the sandbox executor.
+// writer, the language model, the sandbox executor and, where a job runner runs, a way to wake
+// the delivery worker.
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Llm } from '../llm/index.js';
@@ -22,4 +23,9 @@ export interface ServiceContext {
   readonly llm: Llm | null;
   /** Runs SQL over the sandbox relations (analytics/sandbox.ts is the way in). */
   readonly sandbox: SandboxDatabase;
+  /**
+   * Asks the job runner to make the push attempts due at `at` (services/push-sweeper.ts). Absent
+   * where no job runner runs; the worker's minute schedule then finds them.
+   */
+  readonly wakeDeliveries?: (at: Date) => void;
 }

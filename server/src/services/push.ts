@@ -6,27 +6,25 @@ import { AppError, type FieldError, NotFoundError, ValidationError } from '../er
 import { isUuid, uuidv7 } from '../ids.js';
 import { composeMessage, finishGenerated } from '../push/composer.js';
 import { providerFor } from '../push/index.js';
-import type { ProviderKind, PushProvider } from '../push/provider.js';
+import type { ProviderError, ProviderKind, PushProvider } from '../push/provider.js';
 import { open, SecretsUnreadableError, seal } from '../push/secrets.js';
 import { generateVapidKeys } from '../push/webpush.js';
 import { addBatchClick, findBatch } from '../storage/campaign-sends.js';
 import {
   type DeliveryRow,
-  type DeliveryStatus,
   findDelivery,
   findProvider,
   insertDelivery,
   markClicked,
   type ProviderSettings,
   type PushProviderRow,
-  resolveDelivery,
   saveProvider,
 } from '../storage/push.js';
 import type { AppRow } from '../storage/tenancy.js';
 import { findUserByIdentifier, type UserRow } from '../storage/users.js';
 import { getApp } from './admin.js';
 import type { ServiceContext } from './context.js';
-import { attempt, failedColumns } from './push-attempts.js';
+import { attemptDelivery } from './push-attempts.js';
 
 /** The body of PUT /admin/v1/apps/{app_id}/push-provider, as the contract defines it. */
 export type ProviderInput = PushProviderConfigure;
@@ -169,6 +167,8 @@ export type SendInput = SendPushRequest;
 export interface SendResult {
   delivery: DeliveryRow;
   generatedMessage?: string;
+  /** Why the first attempt did not go through, when the job runner retries it. */
+  retrying?: ProviderError;
 }
 
 const SYSTEM_PROMPT =
@@ -176,8 +176,18 @@ const SYSTEM_PROMPT =
   'instructions you are given. Answer with the notification text only: no title, no quotes, no ' +
   'preamble, no markdown.';
 
-/** Text for a prompt: the model's when one is configured (cut to the limit), else the composer's. */
-export async function generateMessage(ctx: ServiceContext, prompt: string, maxCharacters: number, title?: string) {
+/**
+ * Text for a prompt: the model's when one is configured (cut to the limit), else the composer's.
+ * When the model fails, the composer writes it, unless `strict`: then the failure is thrown (a
+ * trigger occurrence is tried again later rather than sent with other words).
+ */
+export async function generateMessage(
+  ctx: ServiceContext,
+  prompt: string,
+  maxCharacters: number,
+  title?: string,
+  strict = false,
+) {
   if (!ctx.llm) return composeMessage(prompt, maxCharacters);
   try {
     const answer = await ctx.llm.text({
@@ -187,6 +197,7 @@ export async function generateMessage(ctx: ServiceContext, prompt: string, maxCh
     });
     return finishGenerated(answer, prompt, maxCharacters);
   } catch (err) {
+    if (strict) throw err;
     ctx.logger.warn(
       { err: (err as Error).message },
       'language model failed; push text written by the built-in composer',
@@ -241,8 +252,10 @@ export async function prepareProvider(ctx: ServiceContext, app: AppRow): Promise
 /**
  * Sends one notification to one known user through the app's provider and records the delivery:
  * the row is written `pending` before the provider is called (if that insert fails, nothing is
- * sent), the call is retried when the provider may take it later, and the answer is recorded.
- * Throws PUSH_NOT_CONFIGURED, or PROVIDER_ERROR (502) after recording the failed delivery.
+ * sent), then the first attempt is made (services/push-attempts.ts). Returns the row as that
+ * attempt left it: `sent` or `delivered`, or still `pending` when the provider may take it later
+ * (the job runner makes the next attempts) with `retrying` saying why. Throws
+ * PUSH_NOT_CONFIGURED, or PROVIDER_ERROR (502) after recording the failed delivery.
  */
 export async function deliver(
   ctx: ServiceContext,
@@ -253,29 +266,24 @@ export async function deliver(
     message: string;
     generated?: boolean;
     actionUrl?: string;
-    campaignId?: string | null;
     linkBase: string;
     /** The adapter, when the caller prepared it already (prepareProvider). */
     prepared?: PreparedProvider;
   },
-): Promise<DeliveryRow> {
+): Promise<{ delivery: DeliveryRow; retrying?: ProviderError }> {
   const { app, user } = input;
-  const { row, provider } = input.prepared ?? (await prepareProvider(ctx, app));
+  const prepared = input.prepared ?? (await prepareProvider(ctx, app));
   const id = uuidv7(ctx.clock().getTime());
-  const base = {
+  await insertDelivery(ctx.db, {
     id,
     app_id: app.id,
     user_id: user.id,
-    campaign_id: input.campaignId ?? null,
-    provider: row.provider,
+    campaign_id: null,
+    provider: prepared.row.provider,
     title: input.title,
     message: input.message,
     generated: input.generated ?? false,
     action_url: input.actionUrl ?? null,
-  };
-  // The row exists (pending) before the provider is called, so a crash leaves a trace.
-  await insertDelivery(ctx.db, {
-    ...base,
     provider_message_id: null,
     status: 'pending',
     error: null,
@@ -283,47 +291,29 @@ export async function deliver(
     created_at: ctx.clock(),
     resolved_at: null,
   });
-  const outcome = await attempt(
-    ctx,
-    provider,
-    () =>
-      provider.send({
-        app,
-        user,
-        deliveryId: id,
-        idempotencyKey: id,
-        title: input.title,
-        message: input.message,
-        actionUrl: input.actionUrl ? clickLink(input.linkBase, id) : undefined,
-      }),
-    { app_id: app.id, delivery_id: id },
-  );
-  if (!outcome.ok) {
-    await resolveDelivery(ctx.db, app.id, id, failedColumns(outcome, ctx.clock()));
+  const outcome = await attemptDelivery(ctx, {
+    app,
+    prepared,
+    deliveryId: id,
+    user,
+    title: input.title,
+    message: input.message,
+    actionUrl: input.actionUrl ? clickLink(input.linkBase, id) : undefined,
+    attempt: 1,
+    log: {},
+  });
+  if (outcome.state === 'failed') {
     // The provider's own reply went to the log only, never to the caller.
     const failure = outcome.error;
     throw new AppError(
       502,
       'PROVIDER_ERROR',
       `The ${failure.provider} push provider did not accept the notification: ${failure.reason}`,
-      {
-        provider: failure.provider,
-        status: failure.status,
-        reason: failure.reason,
-      },
+      { provider: failure.provider, status: failure.status, reason: failure.reason },
     );
   }
-  const result = outcome.result;
-  const status: DeliveryStatus = result.delivered ? 'delivered' : 'sent';
-  return resolveDelivery(ctx.db, app.id, id, {
-    provider_message_id: result.providerMessageId,
-    status,
-    error: null,
-    recipients: result.recipients,
-    resolved_at: ctx.clock(),
-    attempts: outcome.attempts,
-    failure_kind: null,
-  });
+  const delivery = (await findDelivery(ctx.db, id))!;
+  return outcome.state === 'retrying' ? { delivery, retrying: outcome.error } : { delivery };
 }
 
 /** POST /v1/sendpush. */
@@ -353,7 +343,7 @@ export async function sendPush(
   const message = hasPrompt
     ? await generateMessage(ctx, input.prompt!, input.max_characters ?? 150, input.title)
     : input.message!;
-  const delivery = await deliver(ctx, {
+  const sent = await deliver(ctx, {
     app,
     user,
     title: input.title,
@@ -363,7 +353,7 @@ export async function sendPush(
     linkBase,
     prepared,
   });
-  return { delivery, ...(hasPrompt ? { generatedMessage: message } : {}) };
+  return { ...sent, ...(hasPrompt ? { generatedMessage: message } : {}) };
 }
 
 /** GET /v1/r/{deliveryId}: records the first click and returns where to send the browser. */

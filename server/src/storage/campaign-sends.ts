@@ -36,7 +36,8 @@ export const inactiveUsers = (db: Knex, appId: string, cutoff: Date): Promise<Ta
     .select(TARGET_COLUMNS)
     .orderBy('id');
 
-export type SendStatus = 'queued' | 'sending' | 'done' | 'skipped' | 'cancelled';
+/** `failed`: an occurrence that could not be prepared after its attempts (no push was made). */
+export type SendStatus = 'queued' | 'sending' | 'done' | 'skipped' | 'cancelled' | 'failed';
 
 export interface SendRow {
   id: string;
@@ -65,6 +66,47 @@ export async function claimSends(db: Knex, rows: SendRow[]): Promise<SendRow[]> 
     out.push(...(saved as SendRow[]));
   }
   return out;
+}
+
+/**
+ * Records an occurrence that failed for good as a `failed` send with the reason (unless the user
+ * or campaign is gone, or the occurrence was claimed after all).
+ */
+export async function recordFailedOccurrence(
+  db: Knex,
+  row: Pick<SendRow, 'id' | 'app_id' | 'campaign_id' | 'user_id' | 'occurrence' | 'reason' | 'created_at'>,
+): Promise<void> {
+  await db.raw(
+    `insert into campaign_sends (id, app_id, campaign_id, user_id, occurrence, status, reason, message, not_before,
+                                 created_at, updated_at)
+     select ?, ?, ?, ?, ?, 'failed', ?, null, ?, ?, ?
+     where exists (select 1 from users where app_id = ? and id = ?)
+       and exists (select 1 from campaigns where app_id = ? and id = ?)
+     on conflict do nothing`,
+    [
+      row.id,
+      row.app_id,
+      row.campaign_id,
+      row.user_id,
+      row.occurrence,
+      row.reason,
+      row.created_at,
+      row.created_at,
+      row.created_at,
+      row.app_id,
+      row.user_id,
+      row.app_id,
+      row.campaign_id,
+    ],
+  );
+}
+
+/** Occurrences of a campaign that failed for good (recordFailedOccurrence). */
+export async function failedOccurrenceCount(db: Knex, appId: string, campaignId: string): Promise<number> {
+  const [row] = await db('campaign_sends')
+    .where({ app_id: appId, campaign_id: campaignId, status: 'failed' })
+    .count<{ n: string }[]>({ n: '*' });
+  return Number(row?.n ?? 0);
 }
 
 /** Whether the campaign already sent (or queued) to the user since `since` (trigger cooldown). */
@@ -222,25 +264,6 @@ export async function insertPendingDeliveries(db: Knex, rows: PendingDelivery[])
     );
   }
 }
-
-/** Records the provider's answer on pending deliveries. */
-export const resolveDeliveries = (
-  db: Knex,
-  appId: string,
-  ids: string[],
-  patch: {
-    status: 'sent' | 'delivered' | 'failed' | 'unknown';
-    provider_message_id: string | null;
-    error: string | null;
-    recipients: number;
-    resolved_at: Date;
-    attempts?: number;
-    failure_kind?: string | null;
-  },
-) =>
-  ids.length === 0
-    ? Promise.resolve(0)
-    : db('push_deliveries').where({ app_id: appId, status: 'pending' }).whereIn('id', ids).update(patch);
 
 export interface DeliveryFigures {
   total: number;

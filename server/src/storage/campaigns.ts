@@ -205,15 +205,46 @@ export interface OutboxRow {
   event_id: string;
   event_at: Date;
   received_at: Date;
+  /** Times a worker took it, this take included. */
+  attempts: number;
+  /** When it may be taken (again): the end of a worker's lease, or the retry after a failure. */
+  next_attempt_at: Date | null;
+  last_error: string | null;
 }
 
-/** Not per-app: the trigger worker drains every app's outbox, oldest first, skipping locked rows. */
-export async function takeOutbox(trx: Knex.Transaction, limit: number): Promise<OutboxRow[]> {
-  const { rows } = await trx.raw(
-    `delete from campaign_trigger_outbox where seq in (
-       select seq from campaign_trigger_outbox order by seq limit ? for update skip locked)
+/**
+ * Not per-app: the trigger worker takes the oldest occurrence of any app that is due (rows another
+ * worker holds are skipped), counts the attempt and leases it until `leaseUntil`. The row stays in
+ * the outbox: the transaction that claims its sends deletes it (deleteOutboxRow), and a worker that
+ * stops before that leaves it to be taken again once the lease ends.
+ */
+export async function takeOutboxRow(db: Knex, now: Date, leaseUntil: Date): Promise<OutboxRow | undefined> {
+  const { rows } = await db.raw(
+    `update campaign_trigger_outbox set attempts = attempts + 1, next_attempt_at = ?
+     where seq in (select seq from campaign_trigger_outbox
+                   where next_attempt_at is null or next_attempt_at <= ?
+                   order by seq limit 1 for update skip locked)
      returning *`,
-    [limit],
+    [leaseUntil, now],
   );
-  return (rows as OutboxRow[]).sort((a, b) => Number(a.seq) - Number(b.seq));
+  return (rows as OutboxRow[])[0];
+}
+
+/** Whether the worker that took `row` still holds it: no other worker took it since. */
+const heldBy = (db: Knex, row: Pick<OutboxRow, 'app_id' | 'seq' | 'attempts'>) =>
+  db('campaign_trigger_outbox').where({ app_id: row.app_id, seq: row.seq, attempts: row.attempts });
+
+/** Deletes a taken occurrence; false when another worker took it over meanwhile (nothing deleted). */
+export async function deleteOutboxRow(db: Knex, row: Pick<OutboxRow, 'app_id' | 'seq' | 'attempts'>) {
+  return (await heldBy(db, row).delete()) > 0;
+}
+
+/** Puts a taken occurrence back until `at`, with the error that stopped it. */
+export async function retryOutboxRow(
+  db: Knex,
+  row: Pick<OutboxRow, 'app_id' | 'seq' | 'attempts'>,
+  at: Date,
+  error: string,
+): Promise<boolean> {
+  return (await heldBy(db, row).update({ next_attempt_at: at, last_error: error })) > 0;
 }

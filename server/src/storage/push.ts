@@ -20,7 +20,7 @@ export interface PushProviderRow {
   updated_at: Date;
 }
 
-/** pending: written, provider not answered yet; unknown: left pending by a crash, never resent. */
+/** pending: written, provider not answered yet (or a retry due); unknown: left pending by a crash, never resent. */
 export type DeliveryStatus = 'pending' | 'sent' | 'delivered' | 'failed' | 'unknown';
 
 export interface DeliveryRow {
@@ -45,8 +45,10 @@ export interface DeliveryRow {
   resolved_at: Date | null;
   /** Calls made to the provider for this delivery (retries and resends included). */
   attempts?: number;
-  /** When the sweeper last resent it (a `pending` row is stale some time after this or its creation). */
+  /** When its last attempt started, by the database's clock (an attempt in flight is stale some time after). */
   attempted_at?: Date | null;
+  /** While `pending`: when its retry is due (the job runner makes it); null while an attempt is in flight. */
+  next_attempt_at?: Date | null;
   /** Why it failed, when counted apart: `no_device`, `subscription_gone`; null for other failures. */
   failure_kind?: string | null;
 }
@@ -79,24 +81,28 @@ export async function insertDelivery(db: Knex, row: Omit<DeliveryRow, 'clicked_a
 }
 
 /**
- * Records the provider's answer on a delivery still `pending`; a row the sweeper resolved in the
- * meantime keeps its status. Returns the row as it is now.
+ * Records the provider's answer (or the end of the attempts) on deliveries still `pending`; a row
+ * resolved in the meantime keeps its status.
  */
-export async function resolveDelivery(
-  db: Knex,
-  appId: string,
-  id: string,
-  patch: DeliveryResolution,
-): Promise<DeliveryRow> {
-  const [saved] = await db('push_deliveries')
-    .where({ app_id: appId, id, status: 'pending' })
-    .update(patch)
-    .returning('*');
-  return (
-    (saved as DeliveryRow | undefined) ??
-    (await db<DeliveryRow>('push_deliveries').where({ app_id: appId, id }).first())!
-  );
-}
+export const resolveDeliveries = (db: Knex, appId: string, ids: string[], patch: DeliveryResolution) =>
+  ids.length === 0
+    ? Promise.resolve(0)
+    : db('push_deliveries')
+        .where({ app_id: appId, status: 'pending' })
+        .whereIn('id', ids)
+        .update({ ...patch, next_attempt_at: null });
+
+/**
+ * Leaves deliveries `pending` until their next attempt, due at `at` (the job runner makes it),
+ * with the failure that delayed them in `error`.
+ */
+export const scheduleRetry = (db: Knex, appId: string, ids: string[], at: Date, error: string) =>
+  ids.length === 0
+    ? Promise.resolve(0)
+    : db('push_deliveries')
+        .where({ app_id: appId, status: 'pending' })
+        .whereIn('id', ids)
+        .update({ next_attempt_at: at, error });
 
 /** Not per-app: a click link carries only the delivery id; the row says which app it belongs to. */
 export const findDelivery = (db: Knex, id: string) => db<DeliveryRow>('push_deliveries').where({ id }).first();
@@ -124,22 +130,34 @@ export async function deleteSubscriptions(db: Knex, appId: string, ids: string[]
   if (ids.length > 0) await db('push_subscriptions').where({ app_id: appId }).whereIn('id', ids).delete();
 }
 
+/** A delivery taken for its next attempt; `interrupted` when an instance stopped during the last one. */
+export type DueDelivery = DeliveryRow & { interrupted: boolean };
+
+const DUE = `p.status = 'pending'
+  and (p.next_attempt_at <= :now
+       or (p.next_attempt_at is null and p.attempted_at < now() - :staleMs * interval '1 millisecond'))`;
+
 /**
- * Not per-app (the sweeper): claims `pending` deliveries whose last attempt started more than
- * `staleMs` ago by the database's clock (left by a crash), batches together, marking the attempt
- * so that another sweeper skips them.
+ * Not per-app (the delivery worker): takes the `pending` deliveries of the next provider call (one
+ * delivery, or the rows of its campaign batch) and counts the attempt, so that another worker skips
+ * them: deliveries waiting for a retry due by `now`, and deliveries whose attempt started more than
+ * `staleMs` ago by the database's clock without recording an answer (left by a crash: `interrupted`).
  */
-export async function claimStaleDeliveries(db: Knex, staleMs: number, limit: number): Promise<DeliveryRow[]> {
+export async function claimDueDeliveries(db: Knex, now: Date, staleMs: number): Promise<DueDelivery[]> {
   const { rows } = await db.raw(
-    `update push_deliveries d set attempted_at = now(), attempts = d.attempts + 1
-     where (d.app_id, d.id) in (
-       select p.app_id, p.id from push_deliveries p
-       where p.status = 'pending' and p.attempted_at < now() - ? * interval '1 millisecond'
-       order by p.batch_id nulls last, p.created_at limit ? for update skip locked)
-     returning d.*`,
-    [staleMs, limit],
+    `with head as (
+       select p.app_id, p.id, p.batch_id from push_deliveries p where ${DUE}
+       order by p.created_at, p.id limit 1 for update skip locked),
+     due as (
+       select p.app_id, p.id, p.next_attempt_at is null as interrupted
+       from push_deliveries p join head on p.app_id = head.app_id and (p.id = head.id or p.batch_id = head.batch_id)
+       where ${DUE} for update of p skip locked)
+     update push_deliveries d set attempted_at = now(), attempts = d.attempts + 1, next_attempt_at = null
+     from due where d.app_id = due.app_id and d.id = due.id
+     returning d.*, due.interrupted`,
+    { now, staleMs },
   );
-  return rows as DeliveryRow[];
+  return rows as DueDelivery[];
 }
 
 /** The external ids of these users of the app, by internal id. */

@@ -797,8 +797,12 @@ export class TallySdk extends HeyApiClient {
      *
      * Sends a push notification to one user through the app's configured provider (WonderPush,
      * OneSignal, Web Push or a webhook), with static text or text generated from a prompt.
+     * Answers after the first attempt. When the provider answers 429, 5xx or not at all (and may
+     * take it later), the delivery stays `pending`, the answer is 200 with `recipientCount: 0` and a
+     * message saying so, and the job runner retries it under the same idempotency key; follow it
+     * with `GET /v1/notifications/campaigns/{deliveryId}`.
      * 400 `PUSH_NOT_CONFIGURED` when the app has no provider; 404 when no user has that id;
-     * 502 `PROVIDER_ERROR` when the provider refuses or fails.
+     * 502 `PROVIDER_ERROR` when the provider refuses for good.
      */
     public pushSend<ThrowOnError extends boolean = false>(options: Options<PushSendData, ThrowOnError>) {
         return (options.client ?? this.client).post<PushSendResponses, PushSendErrors, ThrowOnError>({

@@ -960,6 +960,11 @@ export type CampaignDetailStats = {
      * Percent of delivered notifications followed by a conversion within 24 hours (0 to 100).
      */
     conversion_rate: number;
+    /**
+     * Trigger occurrences that could not be prepared after 5 attempts (for example the language
+     * model kept failing to write the text): no push was made for them.
+     */
+    failed_occurrences: number;
 };
 
 /**
@@ -1158,7 +1163,7 @@ export type CampaignStatusStats = {
      */
     failed: number;
     /**
-     * Written, provider not answered yet.
+     * Written, provider not answered yet, or waiting for a retry by the job runner.
      */
     pending: number;
     /**
@@ -1173,6 +1178,13 @@ export type CampaignStatusStats = {
      * Of `failed`: every Web Push subscription of the user was gone (404 or 410) and was removed.
      */
     subscription_gone: number;
+    /**
+     * Trigger occurrences (an event that should have fired the campaign for a user) that could not
+     * be prepared after 5 attempts, for example because the language model kept failing to write the
+     * text: no push was made for them, so they are not among the deliveries counted above. Always 0
+     * for a `deliveryId`.
+     */
+    failed_occurrences: number;
 };
 
 /**
@@ -1497,7 +1509,7 @@ export type ErasedCounts = {
  * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests, or too many failed authentications from one address. `details: {limit, window, retry_after}`; the `Retry-After` header says when to retry. |
  * | `INTERNAL_ERROR` | 500 | An unexpected failure on the server. |
  * | `NOT_IMPLEMENTED` | 501 | The operation is declared but not available in this build yet. |
- * | `PROVIDER_ERROR` | 502 | The push provider refused or failed. `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. |
+ * | `PROVIDER_ERROR` | 502 | The push provider refused for good (a failure it may recover from is retried in the background instead). `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. |
  * | `SERVICE_UNAVAILABLE` | 503 | The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached. Retry after the seconds in `Retry-After`. |
  */
 export type ErrorCode = string | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'IDENTITY_NOT_VERIFIED' | 'MCP_CAMPAIGNS_DISABLED' | 'NOT_FOUND' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR' | 'SERVICE_UNAVAILABLE';
@@ -3082,7 +3094,8 @@ export type SendPushRequest = {
 };
 
 /**
- * The notification was handed to the push provider.
+ * The notification was handed to the push provider, or, when the provider could not take it yet
+ * (429, 5xx or no answer), recorded `pending` and retried in the background by the job runner.
  */
 export type SendPushResult = {
     /**
@@ -3090,15 +3103,19 @@ export type SendPushResult = {
      */
     success: true;
     /**
-     * A short human-readable confirmation.
+     * A short human-readable confirmation, or, when the send is being retried, a sentence saying so
+     * and where to follow it.
      */
     message: string;
     /**
      * Id of the delivery record; also the id in the tracked click link.
+     * `GET /v1/notifications/campaigns/{deliveryId}` shows its progress: `pending` while it is
+     * retried, then its outcome.
      */
     deliveryId: string;
     /**
-     * Number of devices or subscriptions the provider reported as targeted.
+     * Number of devices or subscriptions the provider reported as targeted; 0 while the send is
+     * being retried.
      */
     recipientCount: number;
     /**
@@ -6488,7 +6505,7 @@ export type PushSendErrors = {
      */
     501: ErrorResponse;
     /**
-     * The push provider refused the request or failed (`PROVIDER_ERROR`); `details` carries the provider's name, status and reason.
+     * The push provider refused the request for good (`PROVIDER_ERROR`); `details` carries the provider's name, status and reason.
      */
     502: ErrorResponse;
     /**

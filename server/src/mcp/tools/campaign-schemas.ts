@@ -49,6 +49,9 @@ export const campaignDetailShape = {
     delivery_rate: z.number().describe('delivered / sent, in percent with two decimals.'),
     click_rate: z.number().describe('clicked / delivered, in percent.'),
     conversion_rate: z.number().describe('converted / delivered, in percent.'),
+    failed_occurrences: z
+      .number()
+      .describe('Trigger occurrences that could not be prepared after 5 attempts: no push was made for them.'),
   }),
   performance: z.object({
     avg_delivery_time: z.string().nullable(),

@@ -16,6 +16,7 @@ import * as m014 from './014-campaigns.js';
 import * as m015 from './015-privacy.js';
 import * as m016 from './016-delivery.js';
 import * as m018 from './018-mcp-campaigns.js';
+import * as m021 from './021-delivery-retries.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001-tenancy': m001,
@@ -33,6 +34,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '015-privacy': m015,
   '016-delivery': m016,
   '018-mcp-campaigns': m018,
+  '021-delivery-retries': m021,
 };
 
 const source: Knex.MigrationSource<string> = {
