@@ -1746,7 +1746,8 @@ export type IdentifyRequest = {
     /**
      * Proof from your server that this browser is `user_id`: the lower-case hex HMAC-SHA256 of
      * `user_id` keyed with one of the app's identity secrets (64 characters). Required to reach a
-     * user created through the REST API; a wrong hash is refused with 403 `IDENTITY_NOT_VERIFIED`.
+     * user your backend created or wrote through the REST API; a wrong hash is refused with 403
+     * `IDENTITY_NOT_VERIFIED`.
      */
     user_hash?: string;
 };
@@ -2913,8 +2914,8 @@ export type PushSubscriptionRequest = {
     subscription: WebPushSubscription;
     /**
      * The `user_hash` of `visitor_id` (see `IdentifyRequest`), required when `visitor_id` names a
-     * user created through the REST API or identified with a hash: the SDK sends the hash given to
-     * `setUserId`.
+     * user your backend created or wrote through the REST API, or one identified with a hash: the
+     * SDK sends the hash given to `setUserId`.
      */
     user_hash?: string;
 };
@@ -3276,15 +3277,15 @@ export type VisitRequest = {
      */
     visitor_id: string;
     /**
-     * Full URL of the page, at most 2,048 characters.
+     * Full URL of the page: `http:` or `https:`, at most 2,048 characters.
      */
-    visit_url: string;
+    visit_url: WebPageUrl;
     /**
      * Path of the page, for example `/pricing` (at most 2,048 characters).
      */
     path?: string;
     /**
-     * `document.referrer` (may be empty; at most 2,048 characters).
+     * `document.referrer`: empty, or an `http:` or `https:` URL (at most 2,048 characters).
      */
     referrer?: string;
     /**
@@ -3311,6 +3312,14 @@ export type VisitRequest = {
     advanced_signals?: {
         [key: string]: unknown;
     };
+    /**
+     * Proof from your server that this browser is `visitor_id`: the lower-case hex HMAC-SHA256 of
+     * it with one of the app's identity secrets (64 characters; see `IdentifyRequest`). Required
+     * when `visitor_id` names a user your backend created or wrote through the REST API (or one
+     * identified with a hash); without it such calls are refused with 403 `IDENTITY_NOT_VERIFIED`,
+     * as is a wrong hash. The SDK sends the hash given to `setUserId`.
+     */
+    user_hash?: string;
 };
 
 /**
@@ -3336,9 +3345,8 @@ export type VisitResult = {
 };
 
 /**
- * Basic browser signals used to tell people from bots. Only the keys listed here are stored;
- * other keys are accepted but dropped, unless the app is in attested advanced mode (then they
- * are stored as sent).
+ * Basic browser signals used to tell people from bots: these three fields and no others (any
+ * other field is refused with 400; extra signals belong in `advanced_signals`, attested).
  */
 export type VisitSignals = {
     /**
@@ -3354,6 +3362,12 @@ export type VisitSignals = {
      */
     webdriver?: boolean;
 };
+
+/**
+ * The address of a web page: an `http:` or `https:` URL (any case), at most 2,048 characters.
+ * Other schemes (`javascript:`, `data:`, `file:`...) are refused with 400.
+ */
+export type WebPageUrl = string;
 
 /**
  * Keys of a Web Push subscription, as given by the browser.
@@ -3450,13 +3464,21 @@ export type WebsiteEventRequest = {
         [key: string]: unknown;
     };
     /**
-     * URL of the page the event happened on, at most 2,048 characters.
+     * URL of the page the event happened on: `http:` or `https:`, at most 2,048 characters.
      */
-    url?: string;
+    url?: WebPageUrl;
     /**
      * When it happened; defaults to receipt time.
      */
     timestamp?: string;
+    /**
+     * Proof from your server that this browser is `visitor_id`: the lower-case hex HMAC-SHA256 of
+     * it with one of the app's identity secrets (64 characters; see `IdentifyRequest`). Required
+     * when `visitor_id` names a user your backend created or wrote through the REST API (or one
+     * identified with a hash); without it such calls are refused with 403 `IDENTITY_NOT_VERIFIED`,
+     * as is a wrong hash. The SDK sends the hash given to `setUserId`.
+     */
+    user_hash?: string;
 };
 
 /**
@@ -3515,6 +3537,15 @@ export type WebsiteUserRequest = {
      * Your identifier of the user, when the page knows it; otherwise the email is the key.
      */
     externalId?: string;
+    /**
+     * Proof from your server that this browser is the user of this key (`externalId`, else the
+     * lower-cased email): the lower-case hex HMAC-SHA256 of the key with one of the app's identity
+     * secrets (64 characters; see `IdentifyRequest`). Required when the key names a user your
+     * backend created or wrote through the REST API (or one identified with a hash); without it
+     * such calls are refused with 403 `IDENTITY_NOT_VERIFIED`, as is a wrong hash. The SDK sends
+     * the hash given to `setUserId` when the key is the id it was given for.
+     */
+    userHash?: string;
 };
 
 /**
