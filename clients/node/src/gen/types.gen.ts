@@ -1274,6 +1274,46 @@ export type DeliveryRecord = {
      */
     status: DeliveryStatus;
     /**
+     * The push platform it went through.
+     */
+    provider: PushProviderKind;
+    /**
+     * The platform's id of the notification, or `null` when it gave none.
+     */
+    provider_message_id: string | null;
+    /**
+     * `true` when the text was written by the language model from a prompt.
+     */
+    generated: boolean;
+    /**
+     * The platform's refusal or the connection error, or `null`.
+     */
+    error: string | null;
+    /**
+     * How many devices the platform said it reached.
+     */
+    recipients: number;
+    /**
+     * Why it failed (`no_device`, `subscription_gone`, `refused`...), or `null`.
+     */
+    failure_kind: string | null;
+    /**
+     * How many times it was offered to the platform.
+     */
+    attempts: number;
+    /**
+     * When the last attempt started, or `null`.
+     */
+    attempted_at: string | null;
+    /**
+     * When its outcome was settled, or `null` while pending.
+     */
+    resolved_at: string | null;
+    /**
+     * The campaign batch it was sent in (the id of the batch's tracked link), or `null`.
+     */
+    batch_id: string | null;
+    /**
      * When it was sent.
      */
     created_at: string;
@@ -1633,6 +1673,11 @@ export type EventRecord = {
 };
 
 /**
+ * Where an event came from.
+ */
+export type EventSource = 'api' | 'website' | 'demo';
+
+/**
  * One bucket of an event's trend.
  */
 export type EventTrendPoint = {
@@ -1648,6 +1693,117 @@ export type EventTrendPoint = {
      * Distinct users in the bucket.
      */
     unique_users: number;
+};
+
+/**
+ * An event with everything stored about it.
+ */
+export type ExportedEvent = {
+    /**
+     * Event id (UUIDv7).
+     */
+    id: string;
+    /**
+     * App the event belongs to.
+     */
+    app_id: string;
+    /**
+     * Your identifier of the user (their current external id).
+     */
+    user_id: string;
+    /**
+     * Name of the event.
+     */
+    event_name: string;
+    /**
+     * The event's free-form attributes (`{}` when none were sent).
+     */
+    properties: {
+        [key: string]: unknown;
+    };
+    /**
+     * When the event happened: the client `timestamp` when given, else the receipt time.
+     */
+    created_at: string;
+    /**
+     * The client IP address as the app's `ip_mode` kept it, or `null`.
+     */
+    ip: string | null;
+    /**
+     * The user agent sent with the event, or `null`.
+     */
+    ua: string | null;
+    /**
+     * Where it came from.
+     */
+    source: EventSource;
+    /**
+     * Whether it is bot traffic (left out of metrics and queries).
+     */
+    is_bot: boolean;
+    /**
+     * When Tally received it (`created_at` is when it happened).
+     */
+    received_at: string;
+};
+
+/**
+ * The user's profile with everything stored on it.
+ */
+export type ExportedUser = {
+    /**
+     * Tally's internal id of the user.
+     */
+    id: string;
+    /**
+     * Your identifier of the user (the current `user_id`).
+     */
+    external_id: string;
+    /**
+     * Email address, or `null` when unknown.
+     */
+    email: string | null;
+    /**
+     * Phone number, or `null` when unknown.
+     */
+    phone: string | null;
+    /**
+     * The user's attributes (`{}` when none).
+     */
+    properties: {
+        [key: string]: unknown;
+    };
+    /**
+     * Where the user came from, as sent in `origin`; `null` when never sent.
+     */
+    origin: {
+        [key: string]: unknown;
+    } | null;
+    /**
+     * When the user was first seen.
+     */
+    created_at: string;
+    /**
+     * Time of the user's latest event, or `null` when they have none.
+     */
+    last_active: string | null;
+    /**
+     * Number of events recorded for the user.
+     */
+    event_count: number;
+    /**
+     * When the profile last changed.
+     */
+    updated_at: string;
+    /**
+     * Where the user was created; decides what browsers may do with it (identity verification).
+     */
+    created_via: UserCreatedVia;
+    /**
+     * When your backend first wrote the user through the REST users API (`POST /v1/users`,
+     * aliases, replace-id), or `null` if never. A website user written so needs a user hash.
+     */
+    api_written_at: string | null;
 };
 
 /**
@@ -3077,6 +3233,11 @@ export type UserAlias = {
 };
 
 /**
+ * Where a user was created.
+ */
+export type UserCreatedVia = 'api' | 'website' | 'website_verified';
+
+/**
  * The user and everything stored about them were erased.
  */
 export type UserErased = {
@@ -3101,7 +3262,7 @@ export type UserExport = {
     /**
      * The profile.
      */
-    user: UserProfile;
+    user: ExportedUser;
     /**
      * The user's aliases.
      */
@@ -3109,7 +3270,7 @@ export type UserExport = {
     /**
      * The user's events, oldest first.
      */
-    events: Array<EventRecord>;
+    events: Array<ExportedEvent>;
     /**
      * The user's website visits, oldest first.
      */
@@ -3255,13 +3416,49 @@ export type VisitRecord = {
      */
     page_title: string | null;
     /**
+     * The SDK's id of the browser that made the visit, as it was sent (`visitor_id`).
+     */
+    visitor_id: string;
+    /**
+     * The browser's user agent, or `null` when unknown.
+     */
+    ua: string | null;
+    /**
+     * The client IP address as the app's `ip_mode` kept it (truncated or `null` under its settings).
+     */
+    ip: string | null;
+    /**
+     * The basic bot-detection signals sent (`js_enabled`, `language`, `webdriver`).
+     */
+    signals: {
+        [key: string]: unknown;
+    };
+    /**
+     * The advanced signals, stored only for apps in attested advanced mode; else `null`.
+     */
+    advanced_signals: {
+        [key: string]: unknown;
+    } | null;
+    /**
      * Whether bot detection classified the visit as a bot; `null` when detection was off.
      */
     is_bot: boolean | null;
     /**
+     * Why the visit was classified as a bot (comma-separated reasons), or `null`.
+     */
+    bot_reason: string | null;
+    /**
+     * The `page_view` event recorded with the visit (in `events`), or `null`.
+     */
+    event_id: string | null;
+    /**
      * When the visit happened.
      */
     created_at: string;
+    /**
+     * When Tally received it.
+     */
+    received_at: string;
 };
 
 /**
