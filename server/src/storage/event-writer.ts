@@ -175,8 +175,28 @@ export class EventWriter {
         if (list) list.push(i);
         else byApp.set(e.appId, [i]);
       });
+      // Every app's users first: the requests refused by the identity rule are all found before
+      // anything is written, so a group is written again at most once without them.
+      const users = new Map<string, Map<string, string>>();
+      const refused: number[] = [];
       for (const [appId, indexes] of byApp) {
-        const userIds = await writeAppEvents(trx, appId, indexes, events, results, this.triggers, outbox);
+        const { ids, closed } = await resolveOrCreateUsers(
+          trx,
+          appId,
+          indexes.map((i) => events[i]!),
+        );
+        users.set(appId, ids);
+        for (const i of indexes) {
+          const e = events[i]!;
+          if (e.source === 'website' && !e.verified && closed.has(ids.get(e.userRef)!)) refused.push(i);
+        }
+      }
+      if (refused.length > 0) {
+        throw new ClosedToBrowsersError([...new Set(refused.map((i) => events[i]!.userRef))], refused);
+      }
+      for (const [appId, indexes] of byApp) {
+        const userIds = users.get(appId)!;
+        await writeAppEvents(trx, appId, indexes, events, results, userIds, this.triggers, outbox);
         const mine = visits.filter((v) => v.app_id === appId);
         if (mine.length > 0) {
           await insertVisits(
@@ -212,22 +232,10 @@ async function writeAppEvents(
   indexes: number[],
   events: IngestEvent[],
   results: IngestResult[],
+  userIds: Map<string, string>,
   triggers: TriggerHooks | undefined,
   outbox: { rows: number },
-): Promise<Map<string, string>> {
-  const { ids: userIds, closed } = await resolveOrCreateUsers(
-    trx,
-    appId,
-    indexes.map((i) => events[i]!),
-  );
-  const refused = indexes.filter((i) => {
-    const e = events[i]!;
-    return e.source === 'website' && !e.verified && closed.has(userIds.get(e.userRef)!);
-  });
-  if (refused.length > 0) {
-    throw new ClosedToBrowsersError([...new Set(refused.map((i) => events[i]!.userRef))], refused);
-  }
-
+): Promise<void> {
   // insert_id dedup: repeats inside this write first, then against the table (7-day window).
   const firstByInsertId = new Map<string, number>();
   const toStore: number[] = [];
@@ -276,7 +284,7 @@ async function writeAppEvents(
       }
     }
   }
-  if (toStore.length === 0) return userIds;
+  if (toStore.length === 0) return;
   toStore.sort((a, b) => a - b);
 
   for (const chunk of chunks(toStore, ROWS_PER_STATEMENT)) {
@@ -380,5 +388,4 @@ async function writeAppEvents(
       chunk.flatMap(([name, day, n]) => [appId, name, day, n]),
     );
   }
-  return userIds;
 }
