@@ -85,17 +85,19 @@ async function lockOrCreate(
   now: Date,
   extra: { origin?: Record<string, unknown> } = {},
 ): Promise<UserRow> {
-  const found = await lockUserByIdentifier(tx, appId, identifier);
-  if (found) return found;
-  // A concurrent creation (the REST API's included) wins; its row is then the one checked.
-  await insertUserIfAbsent(tx, appId, {
-    id: uuidv7(now.getTime()),
-    externalId: identifier,
-    createdVia: identity.createdVia,
-    at: now,
-    ...extra,
-  });
-  return (await lockUserByIdentifier(tx, appId, identifier))!;
+  for (;;) {
+    const found = await lockUserByIdentifier(tx, appId, identifier);
+    if (found) return found;
+    // A concurrent creation (the REST API's included) wins; its row is then the one checked. A
+    // user erased between the two reads is created anew on the next turn.
+    await insertUserIfAbsent(tx, appId, {
+      id: uuidv7(now.getTime()),
+      externalId: identifier,
+      createdVia: identity.createdVia,
+      at: now,
+      ...extra,
+    });
+  }
 }
 
 export async function websiteConfig(ctx: ServiceContext, app: AppRow) {
