@@ -31,8 +31,6 @@ import { checkIdentifier, checkProperties } from './limits.js';
 import { webPushPublicKey } from './push.js';
 import { type BrowserIdentity, browserIdentity, requireOpen } from './website-identity.js';
 
-export type { CreatedVia } from './website-identity.js';
-
 /** Who sent a website request, as seen by the server. */
 export interface Caller {
   ip: string | null;
