@@ -38,6 +38,8 @@ export interface UserPayload {
   lastName?: string;
   name?: string;
   externalId?: string;
+  /** The user hash of the user's key (externalId, else the lower-cased email); see setUserId. */
+  userHash?: string;
 }
 
 // Replaced by the server with its public address when it serves this script.
@@ -113,6 +115,17 @@ function loadConfig(): Promise<WebsiteConfig | null> {
   return config;
 }
 
+const hashKey = () => `${o.userIdStorageKey}_hash`;
+
+/** The hash given to setUserId for the current user id, as the body field `user_hash`. */
+function signed(): { user_hash?: string } {
+  const userHash = load(hashKey());
+  return userHash ? { user_hash: userHash } : {};
+}
+
+/** Page addresses Tally accepts: http(s) URLs; anything else (an app's referrer) is left out. */
+const webUrl = (url: string) => (/^https?:/i.test(url) ? url : '');
+
 function event(name: string, properties?: Record<string, unknown>): Promise<Reply | null> {
   return post('/v1/website/events', {
     app_id: o.appId,
@@ -121,6 +134,7 @@ function event(name: string, properties?: Record<string, unknown>): Promise<Repl
     properties: properties ?? {},
     url: location.href,
     timestamp: new Date().toISOString(),
+    ...signed(),
   });
 }
 
@@ -138,12 +152,13 @@ async function pageView(url: string, referrer: string): Promise<void> {
     visitor_id: userId(),
     visit_url: url,
     path,
-    referrer,
+    referrer: webUrl(referrer),
     page_title: document.title,
     timestamp,
     ua: navigator.userAgent,
     signals: basicSignals(),
     ...(cfg?.bot_detection?.advanced_allowed ? { advanced_signals: advancedSignals() } : {}),
+    ...signed(),
   });
 }
 
@@ -160,6 +175,7 @@ function onForm(form: HTMLFormElement, fields: FormFields | null, options: FormO
       properties: { form_id: form.id || null, form_name: form.getAttribute('name'), has_email: Boolean(fields) },
       url: location.href,
       timestamp: new Date().toISOString(),
+      ...signed(),
     },
     options.apiBase,
   );
@@ -190,10 +206,19 @@ export function init(options: InitOptions = {}): void {
 /** Creates or updates a user in the background; resolves with the server's answer, or null. */
 export async function sendUser(options: FormOptions = {}, payload: UserPayload): Promise<unknown> {
   try {
+    // The user is keyed by externalId, else the lower-cased email: the hash of setUserId's id
+    // proves that key only when it is that id.
+    const key =
+      payload.externalId ??
+      String(payload.email ?? '')
+        .trim()
+        .toLowerCase();
+    const userHash = payload.userHash ?? (key === load(o.userIdStorageKey) ? signed().user_hash : undefined);
     const body = {
       ...payload,
       appId: payload.appId ?? options.appId ?? o.appId,
       websiteUrl: payload.websiteUrl ?? options.websiteUrl ?? location.origin,
+      ...(userHash ? { userHash } : {}),
     };
     const reply = await post(options.endpoint ?? '/v1/website/users', body, options.apiBase);
     return reply?.ok ? reply.body : null;
@@ -222,12 +247,11 @@ export function trackEvent(name: string, properties?: Record<string, unknown>): 
   }
 }
 
-const hashKey = () => `${o.userIdStorageKey}_hash`;
-
 /**
  * Makes `id` the user id of later calls and links this browser's earlier activity to it.
  * `userHash`, computed by your server (hex HMAC-SHA256 of the id with the app's identity secret),
- * proves the id: it is needed to reach a user your backend created through the REST API.
+ * proves the id: it is kept and sent with every later call (events, visits, users, push
+ * subscriptions), and needed for any user your backend created or wrote through the REST API.
  */
 export function setUserId(id: string, options?: { userHash?: string }): void {
   try {
@@ -286,12 +310,11 @@ export async function subscribePush(registration?: ServiceWorkerRegistration): P
     const sub =
       (await reg.pushManager.getSubscription()) ??
       (await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(key) }));
-    const userHash = load(hashKey());
     const reply = await send(`${base()}/v1/website/push-subscriptions`, {
       app_id: o.appId,
       visitor_id: userId(),
       subscription: sub.toJSON(),
-      ...(userHash ? { user_hash: userHash } : {}),
+      ...signed(),
     });
     log('push subscription', reply.status, reply.body);
     return reply.ok ? ((reply.body as { subscription_id?: string }).subscription_id ?? null) : null;

@@ -15,7 +15,7 @@ import { inputRules } from './http/input-rules.js';
 import { mcpJsonRpcRouter } from './http/mcp-jsonrpc.js';
 import { dispatch } from './http/operations.js';
 import { opsRouter } from './http/ops.js';
-import { openRateLimits } from './http/rate-limit.js';
+import { openRateLimits, rateLimit } from './http/rate-limit.js';
 import { memoiseRouteCompilation } from './http/route-cache.js';
 import { sdkRouter } from './http/sdk.js';
 import { websiteGate } from './http/website-gate.js';
@@ -61,6 +61,11 @@ export function createApp(deps: AppDeps): Express {
   app.use(sdkRouter(config, logger));
   app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
   app.use(websiteGate(ctx)); // CORS and rate limits of /v1/website/*, before validation
+  // The tracked push link needs no credential: limited per client IP, before anything is looked up.
+  app.use(
+    '/v1/r',
+    rateLimit(config, 'clicks', (req) => req.ip ?? ''),
+  );
   app.use(inputRules(doc)); // NUL bytes, lone surrogates, non-finite numbers, nesting: before anything reads values
   app.use(
     OpenApiValidator.middleware({

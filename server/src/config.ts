@@ -11,6 +11,7 @@ export type RateLimitClass =
   | 'mcp'
   | 'website_users'
   | 'website_events'
+  | 'clicks'
   | 'auth_failures';
 
 /** Requests allowed per minute for each class, as the interface spec sets them. */
@@ -22,6 +23,8 @@ export const SPEC_RATE_LIMITS: Readonly<Record<RateLimitClass, number>> = Object
   mcp: 100,
   website_users: 60,
   website_events: 600,
+  /** The tracked push link GET /v1/r/{deliveryId}, per IP (it needs no credential). */
+  clicks: 600,
   /** Failed authentications per IP, before every credential from that IP is refused for the minute. */
   auth_failures: 20,
 });

@@ -130,6 +130,9 @@ function describeValidatorItem(item: ValidatorItem): FieldError {
     message = 'is not a field of this request';
   } else if (item.errorCode === 'additionalProperties.openapi.validation') {
     message = 'has a field that is not part of this request';
+  } else if (message.startsWith('must match pattern') && message.includes('[Hh][Tt][Tt][Pp][Ss]?:')) {
+    // WebPageUrl and the referrer (spec/website/models.tsp)
+    message = 'must be an http: or https: URL (javascript:, data:, file: and other schemes are refused)';
   } else if (message === 'must match pattern "^[!-~]+$"') {
     message = 'must be printable ASCII without spaces (percent-encode other characters)';
   } else if (message === 'must match format "date"') {

@@ -269,6 +269,69 @@ describe.skipIf(!available && !inCi)('the browser SDK in Chromium', () => {
     await page.close();
   });
 
+  it('after setUserId(id, { userHash }) sends the hash with every call, so events and visits land on that user', async () => {
+    // A user of the site's backend, and the hash the site's server computes for it.
+    const backend = server.clientFor(appKey);
+    await backend.usersUpsert({ body: { user_id: 'backend-user-2', email: 'b2@example.com' } });
+    await backend.usersUpsert({ body: { user_id: 'backend-user-3', email: 'b3@example.com' } });
+    const admin = createTallyClient({ baseUrl: server.url, adminToken: server.config.adminToken });
+    const { data: listed } = await admin.adminIdentitySecretsList({ path: { app_id: appId } });
+    if (listed!.items.length === 2) {
+      await admin.adminIdentitySecretsRemove({ path: { app_id: appId, secret_id: listed!.items[0]!.secret_id } });
+    }
+    const { data: created } = await admin.adminIdentitySecretsGenerate({ path: { app_id: appId } });
+    const userHash = createHmac('sha256', created!.secret).update('backend-user-2').digest('hex');
+    const sw = 'window.ServiceWeb';
+
+    const { page, key } = await open('/');
+    await until(
+      () => visitsOf(appId, key),
+      (v) => v.length === 1,
+    );
+    const answer = (path: string) => page.waitForResponse((r) => r.url().endsWith(path));
+    const [identified] = await Promise.all([
+      answer('/v1/website/identify'),
+      page.evaluate(`${sw}.setUserId('backend-user-2', { userHash: ${JSON.stringify(userHash)} })`),
+    ]);
+    expect(identified.status()).toBe(200);
+    const [tracked] = await Promise.all([
+      answer('/v1/website/events'),
+      page.evaluate(`${sw}.trackEvent('signed_in_event', { n: 1 })`),
+    ]);
+    expect(tracked.request().postDataJSON()).toMatchObject({
+      visitor_id: 'backend-user-2',
+      event_name: 'signed_in_event',
+      user_hash: userHash,
+    });
+    expect(tracked.status()).toBe(200);
+    // A single-page navigation: the visit carries the hash too.
+    const [visited] = await Promise.all([
+      answer('/v1/website/visits'),
+      page.evaluate(`history.pushState({}, '', location.pathname + '?app=${appId}&key=${key}&step=2')`),
+    ]);
+    expect(visited.request().postDataJSON()).toMatchObject({ visitor_id: 'backend-user-2', user_hash: userHash });
+    expect(visited.status()).toBe(200);
+    const user = await db()('users').where({ app_id: appId, external_id: 'backend-user-2' }).first();
+    const events = await db()('events').where({ app_id: appId, user_id: user.id }).pluck('event_name');
+    expect(events).toEqual(expect.arrayContaining(['signed_in_event', 'page_view']));
+    expect(await db()('visits').where({ app_id: appId, user_id: user.id })).toHaveLength(2);
+
+    // Without a hash, a backend user's id set in the page gets 403 on every call: nothing is stored.
+    const [refused] = await Promise.all([
+      answer('/v1/website/identify'),
+      page.evaluate(`${sw}.setUserId('backend-user-3')`),
+    ]);
+    expect(refused.status()).toBe(403);
+    const [unsigned] = await Promise.all([
+      answer('/v1/website/events'),
+      page.evaluate(`${sw}.trackEvent('unsigned_event')`),
+    ]);
+    expect(unsigned.request().postDataJSON()).not.toHaveProperty('user_hash');
+    expect(unsigned.status()).toBe(403);
+    expect(await eventsNamed(appId, 'unsigned_event')).toEqual([]);
+    await page.close();
+  });
+
   it('is refused on a site the app does not allow, while the page keeps working', async () => {
     const errors: string[] = [];
     const page = await context.newPage();

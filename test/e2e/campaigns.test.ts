@@ -3,12 +3,15 @@
 // cooldown and stale events, the frequency cap, quiet hours, opt-out, pause and resume, and the
 // erasure hook that cancels queued sends; a trigger campaign end to end (the event in, the push out),
 // and GET /v1/notifications/campaigns/{id} for a campaign and a /sendpush deliveryId, with counts
-// and rates worked out by hand. Pushes go to local servers speaking the providers' APIs. The server
-// is the run's only one with campaign workers; its clock moves with real time from where it is set.
+// and rates worked out by hand; a trigger campaign on an event forged from a browser (issue 23)
+// sends nothing. Pushes go to local servers speaking the providers' APIs. The server is the run's
+// only one with campaign workers; its clock moves with real time from where it is set.
+import { createHmac } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelQueuedCampaignSends } from '../../server/src/storage/campaign-sends.js';
+import { updateApp } from '../../server/src/storage/tenancy.js';
 import {
   addUsers,
   type Clocked,
@@ -498,6 +501,47 @@ describe('trigger campaign end to end', () => {
     } finally {
       await wp.close();
     }
+  });
+});
+
+describe('a trigger campaign and the website surface (issue 23)', () => {
+  it('sends nothing for an event a browser forged for a REST user; the same event with its hash fires', async () => {
+    const SITE = 'https://shop.example';
+    c.set('2026-05-04T12:00:00Z');
+    const t = await tenant([{ id: 'victim', properties: { first_name: 'Vic' } }]);
+    await updateApp(c.server.db.knex, t.app.id, { website_url: SITE });
+    const secret = (await c.admin.adminIdentitySecretsGenerate({ path: { app_id: t.app.id } })).data!.secret;
+    await createCampaign(c, t.app.id, { schedule_type: 'trigger', trigger_event_name: 'checkout_completed' });
+    await createCampaign(c, t.app.id, { schedule_type: 'trigger', trigger_event_name: 'page_view' });
+    const from = wp.calls.length;
+    const web = c.server.clientFor();
+    const headers = { Origin: SITE };
+    const forgedEvent = await web.websiteTrackEvent({
+      body: { app_id: t.app.id, visitor_id: 'victim', event_name: 'checkout_completed' },
+      headers,
+    });
+    expect(forgedEvent.response.status).toBe(403);
+    const forgedVisit = await web.websiteLogVisit({
+      body: { app_id: t.app.id, visitor_id: 'victim', visit_url: `${SITE}/`, signals: { js_enabled: true } },
+      headers: { ...headers, 'User-Agent': 'Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0.0.0 Safari/537.36' },
+    });
+    expect(forgedVisit.response.status).toBe(403);
+    // The trigger worker and the scheduler run to completion: nothing was queued, nothing is sent.
+    await drainTriggers(c);
+    await tick(c);
+    expect(reachedSince(from)).toEqual([]);
+    const victim = await c.server.db.knex('users').where({ app_id: t.app.id, external_id: 'victim' }).first();
+    expect(await c.server.db.knex('events').where({ app_id: t.app.id, user_id: victim.id })).toEqual([]);
+
+    // The site's own page, signed in with the hash its server computed: the campaign fires.
+    const userHash = createHmac('sha256', secret).update('victim').digest('hex');
+    const signed = await web.websiteTrackEvent({
+      body: { app_id: t.app.id, visitor_id: 'victim', event_name: 'checkout_completed', user_hash: userHash },
+      headers,
+    });
+    expect(signed.response.status).toBe(200);
+    await drainTriggers(c);
+    expect(reachedSince(from)).toEqual(['victim']);
   });
 });
 

@@ -1,40 +1,22 @@
 // Migration 009 marks where existing users came from: only users a website form created, or
 // users seen only through website traffic, become `website` (reachable by an unverified
 // identify); every other existing user is `api`.
-import { randomBytes } from 'node:crypto';
-import knexModule, { type Knex } from 'knex';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Knex } from 'knex';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uuidv7 } from '../../server/src/ids.js';
-import { type Database, openDatabase } from '../../server/src/storage/db.js';
+import type { Database } from '../../server/src/storage/db.js';
 import * as m009 from '../../server/src/storage/migrations/009-identity.js';
 import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
-import { openTestDatabase } from '../helpers/server.js';
+import { openOwnDatabase } from '../helpers/own-database.js';
 
 let database: Database;
-let cleanup: (() => Promise<void>) | undefined;
+let close: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  const target = inject('database');
-  if (target.kind === 'postgres') {
-    // Its own database: the migration is rolled back and forth here, under no other test.
-    const name = `tally_m009_${randomBytes(4).toString('hex')}`;
-    const admin = knexModule({ client: 'pg', connection: target.url, pool: { min: 0, max: 1 } });
-    await admin.raw(`create database ${name}`);
-    const url = new URL(target.url);
-    url.pathname = `/${name}`;
-    database = await openDatabase({ databaseUrl: url.toString() });
-    cleanup = async () => {
-      await admin.raw(`drop database if exists ${name} with (force)`);
-      await admin.destroy();
-    };
-  } else {
-    database = await openTestDatabase(); // this file's own copy
-  }
+  // Its own database: the migration is rolled back and forth here, under no other test.
+  ({ database, close } = await openOwnDatabase('tally_m009'));
 });
-afterAll(async () => {
-  await database?.close();
-  await cleanup?.();
-});
+afterAll(() => close?.());
 
 async function user(db: Knex, appId: string, externalId: string, origin: object | null, sources: string[]) {
   const id = uuidv7();

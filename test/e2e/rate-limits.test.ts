@@ -237,3 +237,77 @@ describe('CORS preflights of the website endpoints', () => {
     }
   });
 });
+
+describe('the click link and identify (issue 23)', () => {
+  const SITE = 'https://shop.example';
+  const click = (on: TestServer, id = '0190f0f0-0000-7000-8000-000000000000') =>
+    fetch(`${on.url}/v1/r/${id}`, { redirect: 'manual' });
+
+  it('GET /v1/r/{deliveryId} counts in its own class, 600 a minute per IP by default', async () => {
+    const spec = await startTestServer({ RATE_LIMITS: 'spec' }, { database: server.db });
+    try {
+      const res = await click(spec);
+      expect(res.status).toBe(404);
+      expect(res.headers.get('x-ratelimit-limit')).toBe('600');
+      expect(res.headers.get('x-ratelimit-remaining')).toBe('599');
+    } finally {
+      await spec.close();
+    }
+  });
+
+  it('GET /v1/r/{deliveryId} answers 429 once the clicks limit is used up, whatever the id', async () => {
+    const limited = await startTestServer({ RATE_LIMITS: JSON.stringify({ clicks: 2 }) }, { database: server.db });
+    try {
+      const statuses = [
+        (await click(limited)).status,
+        (await click(limited, 'not-a-delivery')).status,
+        (await click(limited)).status,
+      ];
+      expect(statuses).toEqual([404, 404, 429]);
+      const refused = await click(limited, '0190f0f0-0000-7000-8000-000000000001');
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await refused.json()).toMatchObject({ code: 'RATE_LIMIT_EXCEEDED', details: { limit: 2, window: 60 } });
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('POST /v1/website/identify counts with website users (website_users, per IP and app)', async () => {
+    const limited = await startTestServer(
+      { RATE_LIMITS: JSON.stringify({ website_users: 3 }) },
+      { database: server.db },
+    );
+    try {
+      const t = await limited.createTenant();
+      await updateApp(limited.db.knex, t.app.id, { website_url: SITE });
+      const web = limited.clientFor();
+      const headers = { Origin: SITE };
+      const identify = (n: number) =>
+        web.websiteIdentify({ body: { app_id: t.app.id, visitor_id: `v-${n}`, user_id: `u-${n}` }, headers });
+      const user = await web.websiteUpsertUser({
+        body: { appId: t.app.id, websiteUrl: SITE, email: 'rl@example.com' },
+        headers,
+      });
+      expect(user.response.status).toBe(200);
+      const first = await identify(1);
+      expect(first.response.status).toBe(200);
+      expect(first.response.headers.get('x-ratelimit-limit')).toBe('3');
+      expect(first.response.headers.get('x-ratelimit-remaining')).toBe('1');
+      expect((await identify(2)).response.status).toBe(200);
+      const refused = await identify(3);
+      expect(refused.response.status).toBe(429);
+      expect(refused.error).toMatchObject({ code: 'RATE_LIMIT_EXCEEDED', details: { limit: 3 } });
+      expect(await limited.db.knex('users').where({ app_id: t.app.id, external_id: 'u-3' })).toEqual([]);
+      // Events stay in their own class.
+      const event = await web.websiteTrackEvent({
+        body: { app_id: t.app.id, visitor_id: 'v-9', event_name: 'e' },
+        headers,
+      });
+      expect(event.response.status).toBe(200);
+      expect(event.response.headers.get('x-ratelimit-limit')).toBe('600');
+    } finally {
+      await limited.close();
+    }
+  });
+});

@@ -65,10 +65,88 @@ describe('addresses', () => {
       '::ffff:127.0.0.1': /loopback/,
       '::ffff:10.0.0.1': /private/,
       '::ffff:169.254.169.254': /link-local/,
-      '64:ff9b::a00:1': /reserved/,
+      '::127.0.0.1': /loopback/,
+      '64:ff9b::a00:1': /private/,
+      '::7f00:1': /loopback/,
+      '::8efa:4a6e': /IPv4-compatible/,
       '2001:db8::1': /reserved/,
     };
     for (const [address, why] of Object.entries(refused)) expect(addressRefusal(address), address).toMatch(why);
+  });
+});
+
+/**
+ * Every way a URL can write an IPv4 address: as the URL parser reads numbers (one decimal number,
+ * hex, octal, shortened), and inside IPv6: mapped (::ffff:0:0/96), translated (::ffff:0:0:0/96),
+ * compatible (::/96), NAT64 (64:ff9b::/96, and 64:ff9b:1::/48 at each prefix length RFC 6052
+ * allows inside it), 6to4 (2002::/16) and Teredo (2001::/32, the client address inverted).
+ */
+function ipv4Forms(dotted: string): [form: string, url: string][] {
+  const o = dotted.split('.').map(Number) as [number, number, number, number];
+  const n = ((o[0] << 24) | (o[1] << 16) | (o[2] << 8) | o[3]) >>> 0;
+  const hex = (v: number) => v.toString(16);
+  const hi = (o[0] << 8) | o[1];
+  const lo = (o[2] << 8) | o[3];
+  const six = (groups: number[]) => `https://[${groups.map(hex).join(':')}]/push`;
+  return [
+    ['dotted', `https://${dotted}/push`],
+    ['one decimal number', `https://${n}/push`],
+    ['one hex number', `https://0x${hex(n)}/push`],
+    ['octal parts', `https://${o.map((x) => `0${x.toString(8)}`).join('.')}/push`],
+    ['hex parts', `https://${o.map((x) => `0x${hex(x)}`).join('.')}/push`],
+    ['shortened a.b', `https://${o[0]}.${(o[1] << 16) | lo}/push`],
+    ['shortened a.b.c', `https://${o[0]}.${o[1]}.${lo}/push`],
+    ['IPv4-mapped, dotted', `https://[::ffff:${dotted}]/push`],
+    ['IPv4-mapped, hex', six([0, 0, 0, 0, 0, 0xffff, hi, lo])],
+    ['IPv4-translated', `https://[::ffff:0:${dotted}]/push`],
+    ['IPv4-compatible, dotted', `https://[::${dotted}]/push`],
+    ['IPv4-compatible, hex', six([0, 0, 0, 0, 0, 0, hi, lo])],
+    ['NAT64 well-known prefix, dotted', `https://[64:ff9b::${dotted}]/push`],
+    ['NAT64 well-known prefix, hex', six([0x64, 0xff9b, 0, 0, 0, 0, hi, lo])],
+    ['NAT64 local-use /96', six([0x64, 0xff9b, 1, 0, 0, 0, hi, lo])],
+    ['NAT64 local-use /64', six([0x64, 0xff9b, 1, 0, o[0], (o[1] << 8) | o[2], o[3] << 8, 0])],
+    ['NAT64 local-use /56', six([0x64, 0xff9b, 1, o[0], o[1], lo, 0, 0])],
+    ['NAT64 local-use /48', six([0x64, 0xff9b, 1, hi, o[2], o[3] << 8, 0, 0])],
+    ['6to4', six([0x2002, hi, lo, 0, 0, 0, 0, 1])],
+    // Teredo: server 65.54.227.120 (public), client address = the bitwise NOT of the last 32 bits.
+    ['Teredo client', six([0x2001, 0, 0x4136, 0xe378, 0x8000, 0x63bf, ~hi & 0xffff, ~lo & 0xffff])],
+    ['Teredo server', six([0x2001, 0, hi, lo, 0x8000, 0x63bf, 0xbd55, 0x8d91])],
+  ];
+}
+
+describe('an internal IPv4 address in every form', () => {
+  const noDns: HostResolver = async (host) => {
+    throw new Error(`no DNS in this test (${host})`);
+  };
+  const TARGETS: [string, RegExp][] = [
+    ['127.0.0.1', /loopback/],
+    ['10.0.0.1', /private/],
+    ['169.254.169.254', /link-local/],
+  ];
+  for (const [target, why] of TARGETS) {
+    for (const [form, url] of ipv4Forms(target)) {
+      it(`refuses ${target} written as ${form} (${url})`, async () => {
+        expect(await refusal(url, noDns)).toMatch(why);
+      });
+    }
+  }
+
+  it('reads the embedded address, so the same forms of a public address pass (IPv4-compatible excepted)', async () => {
+    for (const [form, url] of ipv4Forms('142.250.74.110')) {
+      const outcome = await refusal(url, noDns);
+      if (form.startsWith('IPv4-compatible')) expect(outcome, form).toMatch(/IPv4-compatible/);
+      else if (/local-use \/(48|56|64)/.test(form)) {
+        // Its prefix length is the operator's choice, so each layout is read, and one reading of
+        // a public address can be internal: refused then, never accepted for an internal one.
+        expect(outcome, `${form} ${url}`).toMatch(/^accepted$|local-use NAT64/);
+      } else expect(outcome, `${form} ${url}`).toBe('accepted');
+    }
+  });
+
+  it('refuses all of ::/96', () => {
+    for (const address of ['::', '::1', '::2', '::8efa:4a6e', '::ffff', '::1.2.3.4']) {
+      expect(addressRefusal(address), address).not.toBeNull();
+    }
   });
 });
 

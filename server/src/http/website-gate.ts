@@ -21,8 +21,9 @@ function allowOrigin(res: Response, origin: string): void {
   res.setHeader('Access-Control-Expose-Headers', EXPOSED);
 }
 
+/** Writes that name a user's identity (users, identify, push subscriptions) share the smaller class. */
 function rateClass(req: Request): RateLimitClass {
-  return /^\/v1\/website\/(users|push-subscriptions)\/?(\?|$)/.test(req.originalUrl)
+  return /^\/v1\/website\/(users|identify|push-subscriptions)\/?(\?|$)/.test(req.originalUrl)
     ? 'website_users'
     : 'website_events';
 }

@@ -5,15 +5,23 @@
 //      contract's field lengths, property size and nesting, event times (1970 to an hour ahead);
 //   2. the app's ip_mode (full, truncated, or no IP stored);
 //   3. bot classification (website traffic only: a visit's verdict, or its visitor's latest);
-//   4. dedup by insert_id and the event dictionary (in the writer, storage/event-writer.ts).
+//   4. identity verification of website events: without a valid user_hash they may only reach
+//      users open to browsers, checked by the writer on the rows it resolves (403 otherwise);
+//   5. dedup by insert_id and the event dictionary (in the writer, storage/event-writer.ts).
 // A request's events are all or nothing: any bad one refuses the whole request, naming each.
 import { type FieldError, ValidationError } from '../errors.js';
 import { codePointLength, inputViolations, MAX_REPORTED, textViolation } from '../input-rules.js';
-import type { IngestEvent, IngestResult, VisitWrite } from '../storage/event-writer.js';
+import {
+  ClosedToBrowsersError,
+  type IngestEvent,
+  type IngestResult,
+  type VisitWrite,
+} from '../storage/event-writer.js';
 import type { AppRow } from '../storage/tenancy.js';
 import { latestVisitIsBot } from '../storage/website.js';
 import type { ServiceContext } from './context.js';
 import { checkIdentifier, checkProperties, checkTimestamp, EVENT_FIELD_LIMITS } from './limits.js';
+import { notOpenToBrowsers } from './website-identity.js';
 
 export type { IngestResult };
 
@@ -41,6 +49,8 @@ export interface Ingestion {
   names?: { user_id?: string };
   /** The sender's address and agent, used for events that carry none (website requests). */
   caller?: { ip: string | null; ua: string | null };
+  /** Website requests: the sender proved the visitor's identity with a valid user_hash. */
+  verified?: boolean;
   /** Bot traffic: a visit's verdict, or `visitor` to follow the visitor's latest visit. */
   bot?: boolean | 'visitor';
   /** A visit stored in the same transaction as the events (its page_view). */
@@ -141,9 +151,15 @@ export async function ingest(
     createdAt: e.timestamp === undefined ? now : e.timestamp instanceof Date ? e.timestamp : new Date(e.timestamp),
     receivedAt: now,
     source: ingestion.source,
+    ...(ingestion.source === 'website' && ingestion.verified ? { verified: true } : {}),
     isBot,
     ...(e.id ? { id: e.id } : {}),
   }));
   const visits = ingestion.visit ? [{ ...ingestion.visit, ip: storedIp(app, ingestion.visit.ip) }] : [];
-  return ctx.ingestor.submit(events, visits);
+  try {
+    return await ctx.ingestor.submit(events, visits);
+  } catch (err) {
+    if (err instanceof ClosedToBrowsersError) throw notOpenToBrowsers(err.userRefs[0]!);
+    throw err;
+  }
 }

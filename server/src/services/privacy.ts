@@ -95,36 +95,54 @@ type Sections = {
 
 const iso = (v: unknown): string | null => (v === null || v === undefined ? null : new Date(v as Date).toISOString());
 
+const text = (v: unknown) => v as string;
+const orNull = <T>(v: unknown) => (v ?? null) as T | null;
+
+// Every stored column of every record (test/e2e/privacy-export-columns.test.ts compares these
+// with the tables' columns), except app_id and user_id, which the export states once.
 const SECTIONS: { [K in keyof Sections]: { table: ExportTable; view(r: ExportRecord, user: UserRow): Sections[K] } } = {
   events: {
     table: 'events',
     view: (r, user) => ({
-      id: r.id as string,
-      app_id: r.app_id as string,
+      id: text(r.id),
+      app_id: text(r.app_id),
       user_id: user.external_id,
-      event_name: r.event_name as string,
+      event_name: text(r.event_name),
       properties: (r.properties ?? {}) as Record<string, unknown>,
+      ip: orNull(r.ip),
+      ua: orNull(r.ua),
+      source: r.source as Sections['events']['source'],
+      is_bot: Boolean(r.is_bot),
       created_at: iso(r.created_at)!,
+      received_at: iso(r.received_at)!,
     }),
   },
   visits: {
     table: 'visits',
     view: (r) => ({
-      id: r.id as string,
-      visit_url: r.visit_url as string,
-      path: r.path as string | null,
-      referrer: r.referrer as string | null,
-      page_title: r.page_title as string | null,
+      id: text(r.id),
+      visitor_id: text(r.visitor_id),
+      visit_url: text(r.visit_url),
+      path: orNull(r.path),
+      referrer: orNull(r.referrer),
+      page_title: orNull(r.page_title),
+      ua: orNull(r.ua),
+      ip: orNull(r.ip),
+      signals: (r.signals ?? {}) as Record<string, unknown>,
+      advanced_signals: orNull(r.advanced_signals),
       is_bot: r.is_bot as boolean | null,
+      bot_reason: orNull(r.bot_reason),
+      event_id: orNull(r.event_id),
       created_at: iso(r.created_at)!,
+      received_at: iso(r.received_at)!,
     }),
   },
   push_subscriptions: {
     table: 'push_subscriptions',
     view: (r) => ({
-      id: r.id as string,
-      endpoint: r.endpoint as string,
-      keys: { p256dh: r.p256dh as string, auth: r.auth as string },
+      id: text(r.id),
+      endpoint: text(r.endpoint),
+      keys: { p256dh: text(r.p256dh), auth: text(r.auth) },
       expires_at: iso(r.expires_at),
       created_at: iso(r.created_at)!,
       updated_at: iso(r.updated_at)!,
@@ -133,12 +151,22 @@ const SECTIONS: { [K in keyof Sections]: { table: ExportTable; view(r: ExportRec
   deliveries: {
     table: 'push_deliveries',
     view: (r) => ({
-      id: r.id as string,
-      campaign_id: r.campaign_id as string | null,
-      title: r.title as string,
-      message: r.message as string,
-      action_url: r.action_url as string | null,
+      id: text(r.id),
+      campaign_id: orNull(r.campaign_id),
+      title: text(r.title),
+      message: text(r.message),
+      action_url: orNull(r.action_url),
       status: r.status as Sections['deliveries']['status'],
+      provider: r.provider as Sections['deliveries']['provider'],
+      provider_message_id: orNull(r.provider_message_id),
+      generated: Boolean(r.generated),
+      error: orNull(r.error),
+      recipients: Number(r.recipients),
+      failure_kind: orNull(r.failure_kind),
+      attempts: Number(r.attempts),
+      attempted_at: iso(r.attempted_at),
+      resolved_at: iso(r.resolved_at),
+      batch_id: orNull(r.batch_id),
       created_at: iso(r.created_at)!,
       clicked_at: iso(r.clicked_at),
     }),
@@ -188,8 +216,11 @@ async function* exportChunks(
       properties: user.properties ?? {},
       origin: user.origin,
       created_at: user.created_at.toISOString(),
+      updated_at: user.updated_at.toISOString(),
       last_active: iso(user.last_active),
       event_count: Number(user.event_count),
+      created_via: user.created_via,
+      api_written_at: iso(user.api_written_at),
     };
     yield `{"success":true,"user":${JSON.stringify(profile)},"aliases":${JSON.stringify(aliases)}`;
     for (const name of Object.keys(SECTIONS) as (keyof Sections)[]) {

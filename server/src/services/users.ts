@@ -12,6 +12,7 @@ import {
   findUserById,
   findUserByIdentifier,
   insertUserOrApplyProfile,
+  markApiWritten,
   type ProfileChange,
   renameUser,
   type UserRow,
@@ -34,14 +35,14 @@ function propertiesPatch(properties: Record<string, unknown> | undefined) {
 }
 
 /**
- * Creates or updates a user. `createdVia` records where a new user came from (the REST API
- * unless a website endpoint says otherwise); an existing user keeps its origin.
+ * Creates or updates a user through the REST API (`POST /v1/users`). The write is recorded on the
+ * user (`api_written_at`): from then on it is the backend's user, and a browser needs its
+ * user_hash to reach it, even when the website created it (docs/website.md).
  */
 export async function upsertUser(
   ctx: ServiceContext,
   appId: string,
   input: UserInput,
-  createdVia: 'api' | 'website' = 'api',
 ): Promise<{ user: UserRow; created: boolean }> {
   const errors: FieldError[] = [];
   checkIdentifier(input.user_id, '/body/user_id', errors);
@@ -50,7 +51,7 @@ export async function upsertUser(
   const { set, remove } = propertiesPatch(input.properties);
   return inTransaction(ctx.db, async (tx) => {
     const existing = await findUserByIdentifier(tx, appId, input.user_id);
-    const change: ProfileChange = { set, remove, updatedAt: ctx.clock() };
+    const change: ProfileChange = { set, remove, updatedAt: ctx.clock(), byApi: true };
     if (input.email !== undefined) change.email = input.email;
     if (input.phone !== undefined) change.phone = input.phone;
     if (input.origin !== undefined) change.origin = input.origin;
@@ -59,12 +60,13 @@ export async function upsertUser(
       return { user: user!, created: false };
     }
     const id = uuidv7(change.updatedAt.getTime());
-    return insertUserOrApplyProfile(tx, appId, { id, externalId: input.user_id, createdVia }, change);
+    return insertUserOrApplyProfile(tx, appId, { id, externalId: input.user_id, createdVia: 'api' }, change);
   });
 }
 
 export type AliasInput = AliasCreate;
 
+/** Gives a user another identifier (REST); like every REST users write, it closes the user to browsers without a hash. */
 export async function createAlias(ctx: ServiceContext, appId: string, input: AliasInput) {
   const errors: FieldError[] = [];
   if (input.user_id === undefined && input.primary_user_id === undefined) {
@@ -86,6 +88,7 @@ export async function createAlias(ctx: ServiceContext, appId: string, input: Ali
     await addAliasIfAbsent(tx, appId, input.alias_id, user.id, ctx.clock());
     const alias = await findAlias(tx, appId, input.alias_id);
     if (alias!.user_id !== user.id) throw new ConflictError(`"${input.alias_id}" is already an alias of another user.`);
+    await markApiWritten(tx, appId, user.id, ctx.clock());
     return { user, aliasId: input.alias_id };
   });
 }
@@ -102,6 +105,7 @@ async function findTarget(db: Db, appId: string, input: AliasInput): Promise<Use
   return user;
 }
 
+/** Renames a user's external id (REST); the user's history follows, and it is closed to browsers without a hash. */
 export async function replaceUserId(ctx: ServiceContext, appId: string, currentId: string, newId: string) {
   const errors: FieldError[] = [];
   checkIdentifier(newId, '/body/new_user_id', errors);
@@ -118,6 +122,7 @@ export async function replaceUserId(ctx: ServiceContext, appId: string, currentI
         throw new ConflictError(`"${newId}" is already an alias of another user.`);
       // The user's own alias may become its id: it is then no longer needed as an alias.
       if (alias) await deleteAlias(tx, appId, newId);
+      await markApiWritten(tx, appId, user.id, ctx.clock());
       return renameUser(tx, appId, user.id, { externalId: newId, createdVia: user.created_via, at: ctx.clock() });
     });
   } catch (err) {

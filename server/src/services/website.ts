@@ -6,6 +6,7 @@ import type { PushSubscriptionRequest, VisitRequest, WebsiteEventRequest, Websit
 import { type FieldError, ForbiddenError, refuseIfAny } from '../errors.js';
 import { uuidv7 } from '../ids.js';
 import { checkPushEndpoint } from '../push/endpoint-guard.js';
+import type { Tx } from '../storage/handle.js';
 import type { AppRow } from '../storage/tenancy.js';
 import {
   addAliasIfAbsent,
@@ -14,16 +15,21 @@ import {
   insertUserIfAbsent,
   inTransaction,
   lockUserByExternalId,
+  lockUserById,
+  lockUserByIdentifier,
+  openToBrowsers,
   renameUser,
+  type UserRow,
+  updateUserProfile,
 } from '../storage/users.js';
 import { hasAliases, mergeUserInto, moveLateEvents, upsertPushSubscription } from '../storage/website.js';
 import { classifyVisit } from './bot-detection.js';
 import type { ServiceContext } from './context.js';
-import { checkUserHash, IdentityNotVerifiedError } from './identity.js';
+import { IdentityNotVerifiedError } from './identity.js';
 import { ingest } from './ingestion.js';
 import { checkIdentifier, checkProperties } from './limits.js';
 import { webPushPublicKey } from './push.js';
-import { upsertUser } from './users.js';
+import { type BrowserIdentity, browserIdentity, requireOpen } from './website-identity.js';
 
 /** Who sent a website request, as seen by the server. */
 export interface Caller {
@@ -33,36 +39,63 @@ export interface Caller {
 }
 
 /**
- * Where a user came from (`users.created_via`): the REST API (and admin, demo data), a browser
- * without proof of identity, or a browser with a valid user_hash. Only `website` users may be
- * reached from a browser without a hash.
+ * Creates or updates a user from a website form, keyed by `externalId`, else the lower-cased
+ * email. Without a valid `userHash` for that key, only a user open to browsers may be changed
+ * (403 IDENTITY_NOT_VERIFIED otherwise, nothing written).
  */
-export type CreatedVia = 'api' | 'website' | 'website_verified';
-
-export async function upsertWebsiteUser(ctx: ServiceContext, app: AppRow, input: WebsiteUserRequest) {
+export async function upsertWebsiteUser(ctx: ServiceContext, app: AppRow, input: WebsiteUserRequest): Promise<UserRow> {
   const errors: FieldError[] = [];
   if (input.externalId !== undefined) checkIdentifier(input.externalId, '/body/externalId', errors);
   refuseIfAny(errors);
   const key = input.externalId ?? input.email.trim().toLowerCase();
+  const identity = await browserIdentity(ctx, app.id, key, input.userHash);
   const properties: Record<string, unknown> = {};
   if (input.firstName) properties.first_name = input.firstName;
   if (input.lastName) properties.last_name = input.lastName;
   const fullName = [input.firstName, input.lastName].filter(Boolean).join(' ') || input.name;
   if (fullName) properties.name = fullName;
-  // origin records where the user came from first; a later form on another page keeps it.
-  const existing = await findUserByIdentifier(ctx.db, app.id, key);
-  const { user } = await upsertUser(
-    ctx,
-    app.id,
-    {
-      user_id: key,
+  const now = ctx.clock();
+  return inTransaction(ctx.db, async (tx) => {
+    const user = await lockOrCreate(tx, app.id, key, identity, now, {
+      // origin records where the user came from first; a later form on another page keeps it.
+      origin: { channel: 'website', website_url: input.websiteUrl },
+    });
+    requireOpen(identity, user, key);
+    const changed = await updateUserProfile(tx, app.id, user.id, {
+      set: properties,
+      remove: [],
       email: input.email.trim(),
-      properties,
-      ...(existing ? {} : { origin: { channel: 'website', website_url: input.websiteUrl } }),
-    },
-    'website',
-  );
-  return user;
+      updatedAt: now,
+    });
+    return changed!;
+  });
+}
+
+/**
+ * The user an identifier names, locked (created first when there is none): the row the identity
+ * rule is checked on, as committed by whoever created or wrote it before.
+ */
+async function lockOrCreate(
+  tx: Tx,
+  appId: string,
+  identifier: string,
+  identity: BrowserIdentity,
+  now: Date,
+  extra: { origin?: Record<string, unknown> } = {},
+): Promise<UserRow> {
+  for (;;) {
+    const found = await lockUserByIdentifier(tx, appId, identifier);
+    if (found) return found;
+    // A concurrent creation (the REST API's included) wins; its row is then the one checked. A
+    // user erased between the two reads is created anew on the next turn.
+    await insertUserIfAbsent(tx, appId, {
+      id: uuidv7(now.getTime()),
+      externalId: identifier,
+      createdVia: identity.createdVia,
+      at: now,
+      ...extra,
+    });
+  }
 }
 
 export async function websiteConfig(ctx: ServiceContext, app: AppRow) {
@@ -82,21 +115,6 @@ export async function websiteConfig(ctx: ServiceContext, app: AppRow) {
 /** The body of POST /v1/website/visits, as the contract defines it (the app is passed apart). */
 export type VisitInput = Omit<VisitRequest, 'app_id'>;
 
-/** The documented basic signals; other keys are kept only in attested advanced mode. */
-export const BASIC_SIGNAL_KEYS = ['js_enabled', 'language', 'webdriver'] as const;
-
-/** The signals stored for a visit: every key in attested advanced mode, else the documented ones. */
-export function keptSignals(
-  app: Pick<AppRow, 'bot_detection' | 'advanced_attested'>,
-  signals: Record<string, unknown> | undefined,
-): Record<string, unknown> {
-  if (!signals) return {};
-  if (app.bot_detection === 'advanced' && app.advanced_attested) return signals;
-  const kept: Record<string, unknown> = {};
-  for (const key of BASIC_SIGNAL_KEYS) if (signals[key] !== undefined) kept[key] = signals[key];
-  return kept;
-}
-
 export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInput, caller: Caller) {
   if (input.advanced_signals !== undefined && !(app.bot_detection === 'advanced' && app.advanced_attested)) {
     throw new ForbiddenError(
@@ -107,12 +125,13 @@ export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInp
   if (app.bot_detection === 'off') return { logged: false, visitId: null, isBot: null };
   const now = ctx.clock();
   const errors: FieldError[] = [];
-  checkProperties(input.signals, '/body/signals', errors);
   checkProperties(input.advanced_signals, '/body/advanced_signals', errors);
   refuseIfAny(errors);
+  const { verified } = await browserIdentity(ctx, app.id, input.visitor_id, input.user_hash);
 
   const ua = input.ua ?? caller.ua;
-  const signals = keptSignals(app, input.signals);
+  // The contract admits the documented signals only (js_enabled, language, webdriver).
+  const signals: Record<string, unknown> = { ...(input.signals ?? {}) };
   const verdict = classifyVisit({
     ua,
     signals,
@@ -131,6 +150,7 @@ export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInp
     source: 'website',
     at: '/body',
     names: { user_id: 'visitor_id' },
+    verified,
     bot: verdict.isBot,
     caller: { ip: caller.ip, ua },
     now,
@@ -166,6 +186,7 @@ export async function logVisit(ctx: ServiceContext, app: AppRow, input: VisitInp
 }
 
 export async function trackWebsiteEvent(ctx: ServiceContext, app: AppRow, input: WebsiteEventRequest, caller: Caller) {
+  const { verified } = await browserIdentity(ctx, app.id, input.visitor_id, input.user_hash);
   const properties = { ...(input.properties ?? {}) };
   if (input.url !== undefined && properties.url === undefined) properties.url = input.url;
   const [result] = await ingest(ctx, {
@@ -173,6 +194,7 @@ export async function trackWebsiteEvent(ctx: ServiceContext, app: AppRow, input:
     source: 'website',
     at: '/body',
     names: { user_id: 'visitor_id' },
+    verified,
     bot: 'visitor',
     caller,
     events: [
@@ -187,52 +209,54 @@ export async function trackWebsiteEvent(ctx: ServiceContext, app: AppRow, input:
   return result!.eventId;
 }
 
-const NOT_VERIFIED_TARGET = (userId: string) =>
-  `The user "${userId}" was not created from the website, so a browser may only link to it with a valid user_hash. Compute the hash on your server (hex HMAC-SHA256 of the user id with the app's identity secret) and pass it to ServiceWeb.setUserId(id, { userHash }).`;
 const NOT_VERIFIED_VISITOR = (visitorId: string) =>
-  `The visitor id "${visitorId}" names a user that was not created from the website, so it is not an anonymous visitor and cannot be linked to another user without a valid user_hash.`;
+  `The visitor id "${visitorId}" names a user your backend created or wrote through the REST API (or one a browser identified with a hash), so it is not an anonymous visitor and cannot be linked to another user without a valid user_hash.`;
 
 /**
  * Links the visitor to the user `userId` (created if new): an anonymous visitor's events,
  * visits and subscriptions move to that user and `visitorId` becomes its alias. A visitor id
- * that already names a known user (it has an email, a phone or aliases, or it was not created
- * anonymously from the website) is never merged into another user: that is a different person
- * signing in on the same browser.
+ * that already names a known user (it has an email, a phone or aliases, or it is not open to
+ * browsers) is never merged into another user: that is a different person signing in on the
+ * same browser.
  *
  * Identity verification: with a valid `userHash` any user may be named. Without one, only a
- * user created from the website may be reached, and a visitor id naming any other user is
- * refused: both 403 IDENTITY_NOT_VERIFIED (as is a wrong hash).
+ * user open to browsers may be reached, and a visitor id naming any other user is refused: both
+ * 403 IDENTITY_NOT_VERIFIED (as is a wrong hash).
  */
 export async function identify(ctx: ServiceContext, app: AppRow, visitorId: string, userId: string, userHash?: string) {
   const errors: FieldError[] = [];
   checkIdentifier(visitorId, '/body/visitor_id', errors);
   checkIdentifier(userId, '/body/user_id', errors);
   refuseIfAny(errors);
-  const verified = (await checkUserHash(ctx, app.id, userId, userHash)) === true;
+  const identity = await browserIdentity(ctx, app.id, userId, userHash);
   const now = ctx.clock();
   let merged: { from: string; to: string } | null = null;
-  const createdVia: CreatedVia = verified ? 'website_verified' : 'website';
   const user = await inTransaction(ctx.db, async (trx) => {
-    const reachable = (u: { created_via: CreatedVia }) => verified || u.created_via === 'website';
     const createUser = async () => {
       const created = await insertUserIfAbsent(trx, app.id, {
         id: uuidv7(now.getTime()),
         externalId: userId,
-        createdVia,
+        createdVia: identity.createdVia,
         at: now,
       });
       // The REST API may have created it in the meantime.
-      if (!reachable(created)) throw new IdentityNotVerifiedError(NOT_VERIFIED_TARGET(userId));
+      requireOpen(identity, created, userId);
       return created;
     };
     const addAlias = (ownerId: string) => addAliasIfAbsent(trx, app.id, visitorId, ownerId, now);
 
     let target = await findUserByIdentifier(trx, app.id, userId);
-    if (target && !reachable(target)) throw new IdentityNotVerifiedError(NOT_VERIFIED_TARGET(userId));
+    if (target) requireOpen(identity, target, userId);
     const visitor = await lockUserByExternalId(trx, app.id, visitorId);
     const visitorOwner = visitor ?? (await findUserByIdentifier(trx, app.id, visitorId));
-    if (!verified && visitorOwner && visitorOwner.id !== target?.id && visitorOwner.created_via !== 'website') {
+    if (!identity.verified && visitorOwner && visitorOwner.id !== target?.id && !openToBrowsers(visitorOwner)) {
       throw new IdentityNotVerifiedError(NOT_VERIFIED_VISITOR(visitorId));
+    }
+    if (target && target.id !== visitor?.id) {
+      // The target as committed now, locked after the visitor (the order merges take): a REST
+      // write since the first read is seen here and refused.
+      target = await lockUserById(trx, app.id, target.id);
+      if (target) requireOpen(identity, target, userId);
     }
     if (!visitor) {
       target ??= await createUser();
@@ -241,14 +265,15 @@ export async function identify(ctx: ServiceContext, app: AppRow, visitorId: stri
     }
     if (target?.id === visitor.id) return target;
     const anonymous =
-      visitor.created_via === 'website' &&
-      !visitor.email &&
-      !visitor.phone &&
-      !(await hasAliases(trx, app.id, visitor.id));
+      openToBrowsers(visitor) && !visitor.email && !visitor.phone && !(await hasAliases(trx, app.id, visitor.id));
     if (!anonymous) return target ?? (await createUser());
     if (!target) {
       // The visitor becomes the user: one row update keeps its whole history in place.
-      const renamed = await renameUser(trx, app.id, visitor.id, { externalId: userId, createdVia, at: now });
+      const renamed = await renameUser(trx, app.id, visitor.id, {
+        externalId: userId,
+        createdVia: identity.createdVia,
+        at: now,
+      });
       await addAlias(visitor.id);
       return renamed;
     }
@@ -266,48 +291,33 @@ export async function identify(ctx: ServiceContext, app: AppRow, visitorId: stri
 
 /**
  * Registers a browser's Web Push subscription for the visitor. The endpoint must be a public
- * https push service (400 otherwise); a visitor id naming a user that was not created
- * anonymously from the website needs that user's user_hash (403 IDENTITY_NOT_VERIFIED), so that
- * no page can route another user's notifications to its own browser.
+ * https push service (400 otherwise); a visitor id naming a user that is not open to browsers
+ * needs that user's user_hash (403 IDENTITY_NOT_VERIFIED), so that no page can route another
+ * user's notifications to its own browser.
  */
 export async function subscribePush(ctx: ServiceContext, app: AppRow, input: PushSubscriptionRequest) {
   const errors: FieldError[] = [];
   checkIdentifier(input.visitor_id, '/body/visitor_id', errors);
   refuseIfAny(errors);
   await checkPushEndpoint(input.subscription.endpoint, ctx.config.pushEndpointAllowlist, '/body/subscription/endpoint');
-  const verified = (await checkUserHash(ctx, app.id, input.visitor_id, input.user_hash)) === true;
+  const identity = await browserIdentity(ctx, app.id, input.visitor_id, input.user_hash);
   const now = ctx.clock();
-  let user = await findUserByIdentifier(ctx.db, app.id, input.visitor_id);
-  if (user && !verified && user.created_via !== 'website') {
-    throw new IdentityNotVerifiedError(
-      `The visitor id "${input.visitor_id}" names a user that was not created anonymously from the website; registering a push subscription for it needs its user_hash (pass it to ServiceWeb.setUserId(id, { userHash }) before subscribePush).`,
-    );
-  }
-  if (!user) {
-    user = await insertUserIfAbsent(ctx.db, app.id, {
-      id: uuidv7(now.getTime()),
-      externalId: input.visitor_id,
-      createdVia: verified ? 'website_verified' : 'website',
-      at: now,
-    });
-    if (!verified && user.created_via !== 'website') {
-      throw new IdentityNotVerifiedError(
-        `The visitor id "${input.visitor_id}" now names a user created through the REST API.`,
-      );
-    }
-  }
   const { endpoint, expirationTime, keys } = input.subscription;
-  return upsertPushSubscription(
-    ctx.db,
-    {
-      id: uuidv7(now.getTime()),
-      app_id: app.id,
-      user_id: user.id,
-      endpoint,
-      p256dh: keys.p256dh,
-      auth: keys.auth,
-      expires_at: typeof expirationTime === 'number' ? new Date(expirationTime) : null,
-    },
-    now,
-  );
+  return inTransaction(ctx.db, async (tx) => {
+    const user = await lockOrCreate(tx, app.id, input.visitor_id, identity, now);
+    requireOpen(identity, user, input.visitor_id);
+    return upsertPushSubscription(
+      tx,
+      {
+        id: uuidv7(now.getTime()),
+        app_id: app.id,
+        user_id: user.id,
+        endpoint,
+        p256dh: keys.p256dh,
+        auth: keys.auth,
+        expires_at: typeof expirationTime === 'number' ? new Date(expirationTime) : null,
+      },
+      now,
+    );
+  });
 }

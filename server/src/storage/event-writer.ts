@@ -7,12 +7,16 @@
 // For apps that may have trigger campaigns (a cached check), the events that can fire one (not demo
 // data, not bot traffic, client time at most an hour old) are matched to those campaigns and
 // written to the trigger outbox in the same transaction; the worker is woken after the commit.
+// Website events sent without a valid user_hash may only reach users open to browsers
+// (`openToBrowsers`): that is checked on the user rows as this transaction resolved and locked
+// them, and a request that names any other user is refused alone while the rest of its group is
+// written without it.
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { uuidv7 } from '../ids.js';
 import { insertTriggerOutbox } from './campaigns.js';
+import { chunks, ROWS_PER_STATEMENT, resolveOrCreateUsers } from './event-writer-users.js';
 import { DEDUP_WINDOW_DAYS } from './events.js';
-import { resolveIdentifiers } from './users.js';
 import { insertVisits, type VisitRow } from './website.js';
 
 export interface IngestEvent {
@@ -29,6 +33,8 @@ export interface IngestEvent {
   receivedAt: Date;
   /** Where it came from: the REST API, a website (the SDK), or demo data. */
   source: 'api' | 'website' | 'demo';
+  /** A website event whose sender proved the user's identity with a valid user_hash. */
+  verified?: boolean;
   isBot: boolean;
   /** An id chosen by the caller (a page view's, so that its visit can point at it). */
   id?: string;
@@ -41,6 +47,21 @@ export interface IngestResult {
   eventId: string;
   /** True when an event with the same insert_id was stored in the last 7 days; eventId is that event's. */
   duplicate: boolean;
+}
+
+/**
+ * Website events without a valid user_hash named users that are not open to browsers (created
+ * through the REST API, written by it, or created with a hash): their requests are not written.
+ */
+export class ClosedToBrowsersError extends Error {
+  constructor(
+    /** The identifiers, as the request gave them, that name such users. */
+    readonly userRefs: string[],
+    /** Positions of the refused events in the write that found them. */
+    readonly eventIndexes: number[] = [],
+  ) {
+    super(`Website events without a user_hash named users that are not open to browsers: ${userRefs.join(', ')}`);
+  }
 }
 
 interface PendingRequest {
@@ -60,7 +81,6 @@ export interface TriggerHooks {
 export const TRIGGER_MAX_AGE_MS = 3_600_000;
 
 const MAX_EVENTS_PER_TRANSACTION = 5_000;
-const ROWS_PER_STATEMENT = 1_000;
 
 export class EventWriter {
   private pending: PendingRequest[] = [];
@@ -108,23 +128,34 @@ export class EventWriter {
   }
 
   private async flushGroup(group: PendingRequest[]): Promise<void> {
+    let pending = group;
     try {
-      const results = await this.write(
-        group.flatMap((r) => r.events),
-        group.flatMap((r) => r.visits),
-      );
-      let offset = 0;
-      for (const request of group) {
-        request.resolve(results.slice(offset, offset + request.events.length));
-        offset += request.events.length;
+      for (;;) {
+        try {
+          const results = await this.write(
+            pending.flatMap((r) => r.events),
+            pending.flatMap((r) => r.visits),
+          );
+          let offset = 0;
+          for (const request of pending) {
+            request.resolve(results.slice(offset, offset + request.events.length));
+            offset += request.events.length;
+          }
+          return;
+        } catch (err) {
+          if (!(err instanceof ClosedToBrowsersError)) throw err;
+          // Refuse the requests that named such users; write the rest of the group without them.
+          pending = refuseClosed(pending, err);
+          if (pending.length === 0) return;
+        }
       }
     } catch (err) {
-      if (group.length === 1) {
-        group[0]!.reject(err);
+      if (pending.length === 1) {
+        pending[0]!.reject(err);
         return;
       }
       this.logger.warn({ err }, 'grouped event write failed; retrying each request on its own');
-      for (const request of group) {
+      for (const request of pending) {
         try {
           request.resolve(await this.write(request.events, request.visits));
         } catch (single) {
@@ -144,8 +175,28 @@ export class EventWriter {
         if (list) list.push(i);
         else byApp.set(e.appId, [i]);
       });
+      // Every app's users first: the requests refused by the identity rule are all found before
+      // anything is written, so a group is written again at most once without them.
+      const users = new Map<string, Map<string, string>>();
+      const refused: number[] = [];
       for (const [appId, indexes] of byApp) {
-        const userIds = await writeAppEvents(trx, appId, indexes, events, results, this.triggers, outbox);
+        const { ids, closed } = await resolveOrCreateUsers(
+          trx,
+          appId,
+          indexes.map((i) => events[i]!),
+        );
+        users.set(appId, ids);
+        for (const i of indexes) {
+          const e = events[i]!;
+          if (e.source === 'website' && !e.verified && closed.has(ids.get(e.userRef)!)) refused.push(i);
+        }
+      }
+      if (refused.length > 0) {
+        throw new ClosedToBrowsersError([...new Set(refused.map((i) => events[i]!.userRef))], refused);
+      }
+      for (const [appId, indexes] of byApp) {
+        const userIds = users.get(appId)!;
+        await writeAppEvents(trx, appId, indexes, events, results, userIds, this.triggers, outbox);
         const mine = visits.filter((v) => v.app_id === appId);
         if (mine.length > 0) {
           await insertVisits(
@@ -161,21 +212,30 @@ export class EventWriter {
   }
 }
 
+/** Rejects the requests owning the refused events (each with its own identifiers); returns the others. */
+function refuseClosed(group: PendingRequest[], err: ClosedToBrowsersError): PendingRequest[] {
+  const refused = new Set(err.eventIndexes);
+  const kept: PendingRequest[] = [];
+  let offset = 0;
+  for (const request of group) {
+    const mine = request.events.filter((_, i) => refused.has(offset + i));
+    offset += request.events.length;
+    if (mine.length === 0) kept.push(request);
+    else request.reject(new ClosedToBrowsersError([...new Set(mine.map((e) => e.userRef))]));
+  }
+  return kept;
+}
+
 async function writeAppEvents(
   trx: Knex.Transaction,
   appId: string,
   indexes: number[],
   events: IngestEvent[],
   results: IngestResult[],
+  userIds: Map<string, string>,
   triggers: TriggerHooks | undefined,
   outbox: { rows: number },
-): Promise<Map<string, string>> {
-  const userIds = await resolveOrCreateUsers(
-    trx,
-    appId,
-    indexes.map((i) => events[i]!),
-  );
-
+): Promise<void> {
   // insert_id dedup: repeats inside this write first, then against the table (7-day window).
   const firstByInsertId = new Map<string, number>();
   const toStore: number[] = [];
@@ -224,7 +284,7 @@ async function writeAppEvents(
       }
     }
   }
-  if (toStore.length === 0) return userIds;
+  if (toStore.length === 0) return;
   toStore.sort((a, b) => a - b);
 
   for (const chunk of chunks(toStore, ROWS_PER_STATEMENT)) {
@@ -328,70 +388,4 @@ async function writeAppEvents(
       chunk.flatMap(([name, day, n]) => [appId, name, day, n]),
     );
   }
-  return userIds;
-}
-
-/**
- * Internal ids for every identifier of these events, creating users for unknown ones. The users
- * are key-share locked until the write commits, so an erasure waits for it; a user erased while
- * this write resolved it is created anew (later events of an erased id start an unrelated user).
- */
-async function resolveOrCreateUsers(trx: Knex.Transaction, appId: string, events: IngestEvent[]) {
-  for (;;) {
-    const ids = await resolveOrCreateUsersOnce(trx, appId, events);
-    const locked = new Set<string>();
-    for (const chunk of chunks([...new Set(ids.values())].sort(), ROWS_PER_STATEMENT)) {
-      const rows = await trx('users').where({ app_id: appId }).whereIn('id', chunk).forKeyShare().select('id');
-      for (const r of rows as { id: string }[]) locked.add(r.id);
-    }
-    if ([...ids.values()].every((id) => locked.has(id))) return ids;
-  }
-}
-
-async function resolveOrCreateUsersOnce(trx: Knex.Transaction, appId: string, events: IngestEvent[]) {
-  const earliest = new Map<string, Date>();
-  const fromWebsite = new Set<string>();
-  for (const e of events) {
-    const seen = earliest.get(e.userRef);
-    if (!seen || e.createdAt < seen) earliest.set(e.userRef, e.createdAt);
-    if (e.source === 'website') fromWebsite.add(e.userRef);
-  }
-  const refs = [...earliest.keys()];
-  const ids = new Map<string, string>();
-  for (const chunk of chunks(refs, ROWS_PER_STATEMENT)) {
-    for (const [ref, id] of await resolveIdentifiers(trx, appId, chunk)) ids.set(ref, id);
-  }
-  const unknown = refs.filter((r) => !ids.has(r)).sort();
-  for (const chunk of chunks(unknown, ROWS_PER_STATEMENT)) {
-    const inserted = await trx('users')
-      .insert(
-        chunk.map((ref) => ({
-          id: uuidv7(),
-          app_id: appId,
-          external_id: ref,
-          created_at: earliest.get(ref),
-          // where the user came from decides what a browser may do with it (identity verification)
-          created_via: fromWebsite.has(ref) ? 'website' : 'api',
-        })),
-      )
-      .onConflict(['app_id', 'external_id'])
-      .ignore()
-      .returning(['id', 'external_id']);
-    for (const r of inserted) ids.set(r.external_id, r.id);
-    const raced = chunk.filter((r) => !ids.has(r));
-    if (raced.length > 0) {
-      const rows = await trx('users')
-        .where({ app_id: appId })
-        .whereIn('external_id', raced)
-        .select('id', 'external_id');
-      for (const r of rows) ids.set(r.external_id, r.id);
-    }
-  }
-  return ids;
-}
-
-function chunks<T>(items: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
 }

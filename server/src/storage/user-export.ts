@@ -9,14 +9,8 @@ export interface ExportCursor {
   id: string;
 }
 
-const COLUMNS = {
-  events: ['id', 'app_id', 'event_name', 'properties', 'created_at'],
-  visits: ['id', 'visit_url', 'path', 'referrer', 'page_title', 'is_bot', 'created_at'],
-  push_subscriptions: ['id', 'endpoint', 'p256dh', 'auth', 'expires_at', 'created_at', 'updated_at'],
-  push_deliveries: ['id', 'campaign_id', 'title', 'message', 'action_url', 'status', 'created_at', 'clicked_at'],
-} as const;
-
-export type ExportTable = keyof typeof COLUMNS;
+/** The tables an export reads; every column of each is read (the export holds all of them). */
+export type ExportTable = 'events' | 'visits' | 'push_subscriptions' | 'push_deliveries';
 
 /** One page of the user's records in `table`, oldest first, each with the cursor that follows it. */
 export async function userRecordsPage(
@@ -29,7 +23,7 @@ export async function userRecordsPage(
 ): Promise<{ rows: Record<string, unknown>[]; next: ExportCursor | null }> {
   const q = db(table)
     .where({ app_id: appId, user_id: userId })
-    .select([...COLUMNS[table], db.raw('created_at::text as cursor_at')])
+    .select([`${table}.*`, db.raw('created_at::text as cursor_at')])
     .orderBy([
       { column: 'created_at', order: 'asc' },
       { column: 'id', order: 'asc' },

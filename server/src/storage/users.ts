@@ -16,6 +16,18 @@ export interface UserRow {
   event_count: string; // bigint
   /** Where the user was created: `api`, `website` (a browser, unverified) or `website_verified`. */
   created_via: 'api' | 'website' | 'website_verified';
+  /** When the REST users API first wrote the user (profile, alias or rename); null if never. */
+  api_written_at: Date | null;
+}
+
+/**
+ * Whether a browser without a valid user_hash may create, change or add to this user: only a
+ * user the website created without proof of identity, and that the REST users API never wrote.
+ * Every key-less write checks this on the row it resolved (locked, or read in the transaction
+ * that writes), so the REST API creating or writing the user meanwhile cannot slip past it.
+ */
+export function openToBrowsers(user: Pick<UserRow, 'created_via' | 'api_written_at'>): boolean {
+  return user.created_via === 'website' && user.api_written_at === null;
 }
 
 export interface AliasRow {
@@ -88,7 +100,7 @@ export { inTransaction } from './handle.js';
 export async function insertUserIfAbsent(
   db: Knex,
   appId: string,
-  user: { id: string; externalId: string; createdVia: string; at: Date },
+  user: { id: string; externalId: string; createdVia: string; at: Date; origin?: Record<string, unknown> },
 ): Promise<UserRow> {
   await db('users')
     .insert({
@@ -98,6 +110,7 @@ export async function insertUserIfAbsent(
       created_at: user.at,
       updated_at: user.at,
       created_via: user.createdVia,
+      ...(user.origin ? { origin: JSON.stringify(user.origin) } : {}),
     })
     .onConflict(['app_id', 'external_id'])
     .ignore();
@@ -107,6 +120,34 @@ export async function insertUserIfAbsent(
 /** The user with this external id, locked until the transaction ends. */
 export const lockUserByExternalId = (trx: Knex.Transaction, appId: string, externalId: string) =>
   trx<UserRow>('users').where({ app_id: appId, external_id: externalId }).forUpdate().first();
+
+/** The user with this internal id, as committed now and locked like `lockUserByIdentifier`. */
+export const lockUserById = (trx: Knex.Transaction, appId: string, id: string) =>
+  trx<UserRow>('users').where({ app_id: appId, id }).forNoKeyUpdate().first();
+
+/**
+ * The user an identifier names (external id, else alias), as committed now and locked against
+ * other writes of its row until the transaction ends (FOR NO KEY UPDATE: event writes, which
+ * only key-share lock users, are not held up).
+ */
+export async function lockUserByIdentifier(
+  trx: Knex.Transaction,
+  appId: string,
+  identifier: string,
+): Promise<UserRow | undefined> {
+  const direct = await trx<UserRow>('users').where({ app_id: appId, external_id: identifier }).forNoKeyUpdate().first();
+  if (direct) return direct;
+  const alias = await findAlias(trx, appId, identifier);
+  if (!alias) return undefined;
+  return trx<UserRow>('users').where({ app_id: appId, id: alias.user_id }).forNoKeyUpdate().first();
+}
+
+/** Records that the REST users API wrote the user (kept at its first time). */
+export async function markApiWritten(db: Db, appId: string, userId: string, at: Date): Promise<void> {
+  await db('users')
+    .where({ app_id: appId, id: userId })
+    .update({ api_written_at: db.raw('coalesce(users.api_written_at, ?::timestamptz)', [at]) });
+}
 
 /** Makes `aliasId` an identifier of the user, unless it already names someone. */
 export async function addAliasIfAbsent(db: Knex, appId: string, aliasId: string, userId: string, at: Date) {
@@ -141,6 +182,8 @@ export interface ProfileChange {
   phone?: string | null;
   origin?: Record<string, unknown> | null;
   updatedAt: Date;
+  /** The REST users API writes it: recorded in `api_written_at` (docs/website.md). */
+  byApi?: boolean;
 }
 
 /** The column values a profile change writes (properties merged in SQL, so concurrent merges compose). */
@@ -155,6 +198,9 @@ function profileColumns(db: Db, change: ProfileChange): Record<string, unknown> 
   if (change.email !== undefined) columns.email = change.email;
   if (change.phone !== undefined) columns.phone = change.phone;
   if (change.origin !== undefined) columns.origin = change.origin === null ? null : JSON.stringify(change.origin);
+  if (change.byApi) {
+    columns.api_written_at = db.raw('coalesce(users.api_written_at, ?::timestamptz)', [change.updatedAt]);
+  }
   return columns;
 }
 
@@ -200,6 +246,7 @@ export async function insertUserOrApplyProfile(
       created_at: change.updatedAt,
       updated_at: change.updatedAt,
       created_via: user.createdVia,
+      api_written_at: change.byApi ? change.updatedAt : null,
     })
     .onConflict(['app_id', 'external_id'])
     .merge(profileColumns(db, change))

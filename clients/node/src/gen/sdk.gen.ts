@@ -919,7 +919,9 @@ export class TallySdk extends HeyApiClient {
     /**
      * Track an event from a website
      *
-     * Records a custom event from the browser (`ServiceWeb.trackEvent`, page views when visit logging is off, form submits).
+     * Records a custom event from the browser (`ServiceWeb.trackEvent`, page views when visit
+     * logging is off, form submits). A `visitor_id` naming a user your backend created or wrote
+     * needs `user_hash` (403 `IDENTITY_NOT_VERIFIED`).
      */
     public websiteTrackEvent<ThrowOnError extends boolean = false>(options: Options<WebsiteTrackEventData, ThrowOnError>) {
         return (options.client ?? this.client).post<WebsiteTrackEventResponses, WebsiteTrackEventErrors, ThrowOnError>({
@@ -940,9 +942,9 @@ export class TallySdk extends HeyApiClient {
      *
      * Identity verification: with a valid `user_hash` (HMAC-SHA256 of `user_id` with one of the
      * app's identity secrets, computed by your server) any user may be named. Without one, only a
-     * user that was itself created from the website may be reached, and `visitor_id` must not name
-     * a user created through the REST API: both are refused with 403 `IDENTITY_NOT_VERIFIED`, as is
-     * a wrong `user_hash`.
+     * user the website created, and your backend never wrote, may be reached, and `visitor_id` must
+     * not name any other user: both are refused with 403 `IDENTITY_NOT_VERIFIED`, as is a wrong
+     * `user_hash`. Rate limit: 60 per minute, counted with website users.
      */
     public websiteIdentify<ThrowOnError extends boolean = false>(options: Options<WebsiteIdentifyData, ThrowOnError>) {
         return (options.client ?? this.client).post<WebsiteIdentifyResponses, WebsiteIdentifyErrors, ThrowOnError>({
@@ -981,7 +983,8 @@ export class TallySdk extends HeyApiClient {
      *
      * Creates or updates a user from a website form (the SDK's `sendUser` and auto-hooked forms).
      * Users are keyed by `externalId` when given, else by the lower-cased email. Only creates or
-     * updates users: nothing else is possible without an API key. Rate limit: 60 per minute.
+     * updates users: nothing else is possible without an API key. A user your backend created or
+     * wrote needs `userHash` (403 `IDENTITY_NOT_VERIFIED`). Rate limit: 60 per minute.
      */
     public websiteUpsertUser<ThrowOnError extends boolean = false>(options: Options<WebsiteUpsertUserData, ThrowOnError>) {
         return (options.client ?? this.client).post<WebsiteUpsertUserResponses, WebsiteUpsertUserErrors, ThrowOnError>({
@@ -1000,7 +1003,8 @@ export class TallySdk extends HeyApiClient {
      * Logs a page visit and classifies it as human or bot. When bot detection is `off` the
      * visit is not stored (`logged: false`). `advanced_signals` are refused with 403
      * `ADVANCED_SIGNALS_NOT_ALLOWED` unless the app is in attested advanced mode. Each logged
-     * visit is also recorded as a `page_view` event.
+     * visit is also recorded as a `page_view` event. A `visitor_id` naming a user your backend
+     * created or wrote needs `user_hash` (403 `IDENTITY_NOT_VERIFIED`).
      */
     public websiteLogVisit<ThrowOnError extends boolean = false>(options: Options<WebsiteLogVisitData, ThrowOnError>) {
         return (options.client ?? this.client).post<WebsiteLogVisitResponses, WebsiteLogVisitErrors, ThrowOnError>({

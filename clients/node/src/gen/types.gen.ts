@@ -1345,6 +1345,46 @@ export type DeliveryRecord = {
      */
     status: DeliveryStatus;
     /**
+     * The push platform it went through.
+     */
+    provider: PushProviderKind;
+    /**
+     * The platform's id of the notification, or `null` when it gave none.
+     */
+    provider_message_id: string | null;
+    /**
+     * `true` when the text was written by the language model from a prompt.
+     */
+    generated: boolean;
+    /**
+     * The platform's refusal or the connection error, or `null`.
+     */
+    error: string | null;
+    /**
+     * How many devices the platform said it reached.
+     */
+    recipients: number;
+    /**
+     * Why it failed (`no_device`, `subscription_gone`, `refused`...), or `null`.
+     */
+    failure_kind: string | null;
+    /**
+     * How many times it was offered to the platform.
+     */
+    attempts: number;
+    /**
+     * When the last attempt started, or `null`.
+     */
+    attempted_at: string | null;
+    /**
+     * When its outcome was settled, or `null` while pending.
+     */
+    resolved_at: string | null;
+    /**
+     * The campaign batch it was sent in (the id of the batch's tracked link), or `null`.
+     */
+    batch_id: string | null;
+    /**
      * When it was sent.
      */
     created_at: string;
@@ -1705,6 +1745,11 @@ export type EventRecord = {
 };
 
 /**
+ * Where an event came from.
+ */
+export type EventSource = 'api' | 'website' | 'demo';
+
+/**
  * One bucket of an event's trend.
  */
 export type EventTrendPoint = {
@@ -1720,6 +1765,117 @@ export type EventTrendPoint = {
      * Distinct users in the bucket.
      */
     unique_users: number;
+};
+
+/**
+ * An event with everything stored about it.
+ */
+export type ExportedEvent = {
+    /**
+     * Event id (UUIDv7).
+     */
+    id: string;
+    /**
+     * App the event belongs to.
+     */
+    app_id: string;
+    /**
+     * Your identifier of the user (their current external id).
+     */
+    user_id: string;
+    /**
+     * Name of the event.
+     */
+    event_name: string;
+    /**
+     * The event's free-form attributes (`{}` when none were sent).
+     */
+    properties: {
+        [key: string]: unknown;
+    };
+    /**
+     * When the event happened: the client `timestamp` when given, else the receipt time.
+     */
+    created_at: string;
+    /**
+     * The client IP address as the app's `ip_mode` kept it, or `null`.
+     */
+    ip: string | null;
+    /**
+     * The user agent sent with the event, or `null`.
+     */
+    ua: string | null;
+    /**
+     * Where it came from.
+     */
+    source: EventSource;
+    /**
+     * Whether it is bot traffic (left out of metrics and queries).
+     */
+    is_bot: boolean;
+    /**
+     * When Tally received it (`created_at` is when it happened).
+     */
+    received_at: string;
+};
+
+/**
+ * The user's profile with everything stored on it.
+ */
+export type ExportedUser = {
+    /**
+     * Tally's internal id of the user.
+     */
+    id: string;
+    /**
+     * Your identifier of the user (the current `user_id`).
+     */
+    external_id: string;
+    /**
+     * Email address, or `null` when unknown.
+     */
+    email: string | null;
+    /**
+     * Phone number, or `null` when unknown.
+     */
+    phone: string | null;
+    /**
+     * The user's attributes (`{}` when none).
+     */
+    properties: {
+        [key: string]: unknown;
+    };
+    /**
+     * Where the user came from, as sent in `origin`; `null` when never sent.
+     */
+    origin: {
+        [key: string]: unknown;
+    } | null;
+    /**
+     * When the user was first seen.
+     */
+    created_at: string;
+    /**
+     * Time of the user's latest event, or `null` when they have none.
+     */
+    last_active: string | null;
+    /**
+     * Number of events recorded for the user.
+     */
+    event_count: number;
+    /**
+     * When the profile last changed.
+     */
+    updated_at: string;
+    /**
+     * Where the user was created; decides what browsers may do with it (identity verification).
+     */
+    created_via: UserCreatedVia;
+    /**
+     * When your backend first wrote the user through the REST users API (`POST /v1/users`,
+     * aliases, replace-id), or `null` if never. A website user written so needs a user hash.
+     */
+    api_written_at: string | null;
 };
 
 /**
@@ -1818,7 +1974,8 @@ export type IdentifyRequest = {
     /**
      * Proof from your server that this browser is `user_id`: the lower-case hex HMAC-SHA256 of
      * `user_id` keyed with one of the app's identity secrets (64 characters). Required to reach a
-     * user created through the REST API; a wrong hash is refused with 403 `IDENTITY_NOT_VERIFIED`.
+     * user your backend created or wrote through the REST API; a wrong hash is refused with 403
+     * `IDENTITY_NOT_VERIFIED`.
      */
     user_hash?: string;
 };
@@ -2989,8 +3146,8 @@ export type PushSubscriptionRequest = {
     subscription: WebPushSubscription;
     /**
      * The `user_hash` of `visitor_id` (see `IdentifyRequest`), required when `visitor_id` names a
-     * user created through the REST API or identified with a hash: the SDK sends the hash given to
-     * `setUserId`.
+     * user your backend created or wrote through the REST API, or one identified with a hash: the
+     * SDK sends the hash given to `setUserId`.
      */
     user_hash?: string;
 };
@@ -3157,6 +3314,11 @@ export type UserAlias = {
 };
 
 /**
+ * Where a user was created.
+ */
+export type UserCreatedVia = 'api' | 'website' | 'website_verified';
+
+/**
  * The user and everything stored about them were erased.
  */
 export type UserErased = {
@@ -3181,7 +3343,7 @@ export type UserExport = {
     /**
      * The profile.
      */
-    user: UserProfile;
+    user: ExportedUser;
     /**
      * The user's aliases.
      */
@@ -3189,7 +3351,7 @@ export type UserExport = {
     /**
      * The user's events, oldest first.
      */
-    events: Array<EventRecord>;
+    events: Array<ExportedEvent>;
     /**
      * The user's website visits, oldest first.
      */
@@ -3335,13 +3497,49 @@ export type VisitRecord = {
      */
     page_title: string | null;
     /**
+     * The SDK's id of the browser that made the visit, as it was sent (`visitor_id`).
+     */
+    visitor_id: string;
+    /**
+     * The browser's user agent, or `null` when unknown.
+     */
+    ua: string | null;
+    /**
+     * The client IP address as the app's `ip_mode` kept it (truncated or `null` under its settings).
+     */
+    ip: string | null;
+    /**
+     * The basic bot-detection signals sent (`js_enabled`, `language`, `webdriver`).
+     */
+    signals: {
+        [key: string]: unknown;
+    };
+    /**
+     * The advanced signals, stored only for apps in attested advanced mode; else `null`.
+     */
+    advanced_signals: {
+        [key: string]: unknown;
+    } | null;
+    /**
      * Whether bot detection classified the visit as a bot; `null` when detection was off.
      */
     is_bot: boolean | null;
     /**
+     * Why the visit was classified as a bot (comma-separated reasons), or `null`.
+     */
+    bot_reason: string | null;
+    /**
+     * The `page_view` event recorded with the visit (in `events`), or `null`.
+     */
+    event_id: string | null;
+    /**
      * When the visit happened.
      */
     created_at: string;
+    /**
+     * When Tally received it.
+     */
+    received_at: string;
 };
 
 /**
@@ -3357,15 +3555,15 @@ export type VisitRequest = {
      */
     visitor_id: string;
     /**
-     * Full URL of the page, at most 2,048 characters.
+     * Full URL of the page: `http:` or `https:`, at most 2,048 characters.
      */
-    visit_url: string;
+    visit_url: WebPageUrl;
     /**
      * Path of the page, for example `/pricing` (at most 2,048 characters).
      */
     path?: string;
     /**
-     * `document.referrer` (may be empty; at most 2,048 characters).
+     * `document.referrer`: empty, or an `http:` or `https:` URL (at most 2,048 characters).
      */
     referrer?: string;
     /**
@@ -3392,6 +3590,14 @@ export type VisitRequest = {
     advanced_signals?: {
         [key: string]: unknown;
     };
+    /**
+     * Proof from your server that this browser is `visitor_id`: the lower-case hex HMAC-SHA256 of
+     * it with one of the app's identity secrets (64 characters; see `IdentifyRequest`). Required
+     * when `visitor_id` names a user your backend created or wrote through the REST API (or one
+     * identified with a hash); without it such calls are refused with 403 `IDENTITY_NOT_VERIFIED`,
+     * as is a wrong hash. The SDK sends the hash given to `setUserId`.
+     */
+    user_hash?: string;
 };
 
 /**
@@ -3417,9 +3623,8 @@ export type VisitResult = {
 };
 
 /**
- * Basic browser signals used to tell people from bots. Only the keys listed here are stored;
- * other keys are accepted but dropped, unless the app is in attested advanced mode (then they
- * are stored as sent).
+ * Basic browser signals used to tell people from bots: these three fields and no others (any
+ * other field is refused with 400; extra signals belong in `advanced_signals`, attested).
  */
 export type VisitSignals = {
     /**
@@ -3435,6 +3640,12 @@ export type VisitSignals = {
      */
     webdriver?: boolean;
 };
+
+/**
+ * The address of a web page: an `http:` or `https:` URL (any case), at most 2,048 characters.
+ * Other schemes (`javascript:`, `data:`, `file:`...) are refused with 400.
+ */
+export type WebPageUrl = string;
 
 /**
  * Keys of a Web Push subscription, as given by the browser.
@@ -3531,13 +3742,21 @@ export type WebsiteEventRequest = {
         [key: string]: unknown;
     };
     /**
-     * URL of the page the event happened on, at most 2,048 characters.
+     * URL of the page the event happened on: `http:` or `https:`, at most 2,048 characters.
      */
-    url?: string;
+    url?: WebPageUrl;
     /**
      * When it happened; defaults to receipt time.
      */
     timestamp?: string;
+    /**
+     * Proof from your server that this browser is `visitor_id`: the lower-case hex HMAC-SHA256 of
+     * it with one of the app's identity secrets (64 characters; see `IdentifyRequest`). Required
+     * when `visitor_id` names a user your backend created or wrote through the REST API (or one
+     * identified with a hash); without it such calls are refused with 403 `IDENTITY_NOT_VERIFIED`,
+     * as is a wrong hash. The SDK sends the hash given to `setUserId`.
+     */
+    user_hash?: string;
 };
 
 /**
@@ -3596,6 +3815,15 @@ export type WebsiteUserRequest = {
      * Your identifier of the user, when the page knows it; otherwise the email is the key.
      */
     externalId?: string;
+    /**
+     * Proof from your server that this browser is the user of this key (`externalId`, else the
+     * lower-cased email): the lower-case hex HMAC-SHA256 of the key with one of the app's identity
+     * secrets (64 characters; see `IdentifyRequest`). Required when the key names a user your
+     * backend created or wrote through the REST API (or one identified with a hash); without it
+     * such calls are refused with 403 `IDENTITY_NOT_VERIFIED`, as is a wrong hash. The SDK sends
+     * the hash given to `setUserId` when the key is the id it was given for.
+     */
+    userHash?: string;
 };
 
 /**

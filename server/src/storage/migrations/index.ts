@@ -15,6 +15,7 @@ import * as m013 from './013-mcp-sessions.js';
 import * as m014 from './014-campaigns.js';
 import * as m015 from './015-privacy.js';
 import * as m016 from './016-delivery.js';
+import * as m017 from './017-api-written.js';
 import * as m018 from './018-mcp-campaigns.js';
 import * as m021 from './021-delivery-retries.js';
 
@@ -33,6 +34,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '014-campaigns': m014,
   '015-privacy': m015,
   '016-delivery': m016,
+  '017-api-written': m017,
   '018-mcp-campaigns': m018,
   '021-delivery-retries': m021,
 };

@@ -1,0 +1,30 @@
+// A database of a test file's own, for migration tests that roll a migration back and forth
+// where no other test runs: a fresh PostgreSQL database next to the run's, or this file's own
+// copy of the embedded template.
+import { randomBytes } from 'node:crypto';
+import knexModule from 'knex';
+import { inject } from 'vitest';
+import { type Database, openDatabase } from '../../server/src/storage/db.js';
+import { openTestDatabase } from './server.js';
+
+export async function openOwnDatabase(prefix: string): Promise<{ database: Database; close(): Promise<void> }> {
+  const target = inject('database');
+  if (target.kind !== 'postgres') {
+    const database = await openTestDatabase();
+    return { database, close: () => database.close() };
+  }
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const admin = knexModule({ client: 'pg', connection: target.url, pool: { min: 0, max: 1 } });
+  await admin.raw(`create database ${name}`);
+  const url = new URL(target.url);
+  url.pathname = `/${name}`;
+  const database = await openDatabase({ databaseUrl: url.toString() });
+  return {
+    database,
+    async close() {
+      await database.close();
+      await admin.raw(`drop database if exists ${name} with (force)`);
+      await admin.destroy();
+    },
+  };
+}
