@@ -165,6 +165,7 @@ const SECTIONS: { [K in keyof Sections]: { table: ExportTable; view(r: ExportRec
       failure_kind: orNull(r.failure_kind),
       attempts: Number(r.attempts),
       attempted_at: iso(r.attempted_at),
+      next_attempt_at: iso(r.next_attempt_at),
       resolved_at: iso(r.resolved_at),
       batch_id: orNull(r.batch_id),
       created_at: iso(r.created_at)!,

@@ -1377,6 +1377,10 @@ export type DeliveryRecord = {
      */
     attempted_at: string | null;
     /**
+     * When the next attempt is due while it waits for a retry, or `null`.
+     */
+    next_attempt_at: string | null;
+    /**
      * When its outcome was settled, or `null` while pending.
      */
     resolved_at: string | null;
