@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { appForMcpKey } from '../../services/access.js';
 import { createCampaign } from '../../services/campaigns.js';
-import { appIdArgument, defineTool } from '../tool.js';
+import { appIdArgument, defineTool, textOrNull } from '../tool.js';
 
 export const createPushCampaign = defineTool({
   name: 'create_push_campaign',
@@ -58,7 +58,7 @@ export const createPushCampaign = defineTool({
         available_events_count: z.number(),
       })
       .nullable(),
-    scheduled_at: z.string().nullable(),
+    scheduled_at: textOrNull('The first send time (ISO 8601), or null when the campaign has none.'),
   },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   writes: true,
