@@ -15,6 +15,7 @@ import * as m013 from './013-mcp-sessions.js';
 import * as m014 from './014-campaigns.js';
 import * as m015 from './015-privacy.js';
 import * as m016 from './016-delivery.js';
+import * as m020 from './020-mcp-session-policy.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001-tenancy': m001,
@@ -31,6 +32,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '014-campaigns': m014,
   '015-privacy': m015,
   '016-delivery': m016,
+  '020-mcp-session-policy': m020,
 };
 
 const source: Knex.MigrationSource<string> = {
