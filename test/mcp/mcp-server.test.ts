@@ -2,10 +2,9 @@
 // initialize and sessions (database-backed: idle expiry, DELETE, served by a second instance),
 // tools, permissions, tenancy, and the same figures as REST. The session cap is in
 // mcp-sessions.test.ts, output schemas in mcp-tool-outputs.test.ts.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createTallyClient } from '@tally/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { connectMcp, initializeRequest, mcpPost } from '../helpers/mcp-client.js';
 import { startServerProcess } from '../helpers/process-server.js';
 import { startTestServer, TEST_ADMIN_TOKEN, type Tenant, type TestServer } from '../helpers/server.js';
 
@@ -14,34 +13,9 @@ let tenant: Tenant;
 let other: Tenant;
 let readOnly: Tenant;
 
-async function connect(url: string, key: string, extraHeaders: Record<string, string> = {}) {
-  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
-    requestInit: { headers: { 'X-MCP-API-Key': key, ...extraHeaders } },
-  });
-  const client = new Client({ name: 'tally-test', version: '1.0.0' });
-  await client.connect(transport);
-  return { client, transport };
-}
-
-const rpc = (url: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${url}/mcp`, {
-    method: 'POST',
-    headers: {
-      'X-MCP-API-Key': key,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-11-25',
-      ...headers,
-    },
-    body: JSON.stringify(body),
-  });
-
-const initialize = (id = 1) => ({
-  jsonrpc: '2.0',
-  id,
-  method: 'initialize',
-  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
-});
+const connect = connectMcp;
+const rpc = mcpPost;
+const initialize = initializeRequest;
 
 beforeAll(async () => {
   server = await startTestServer();
