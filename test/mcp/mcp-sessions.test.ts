@@ -7,6 +7,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { isLogged } from '../../server/src/mcp/logging.js';
+import { resumeSession } from '../../server/src/mcp/sessions.js';
 import { sessionsOfKey } from '../../server/src/storage/mcp-sessions.js';
 import { connectMcp, initializeRequest, mcpPost } from '../helpers/mcp-client.js';
 import { startServerProcess } from '../helpers/process-server.js';
@@ -123,7 +124,7 @@ describe('60 concurrent initialize calls of one key', () => {
 });
 
 describe('logging/setLevel', () => {
-  it('stores the level with the session, where every instance reads and changes it', async () => {
+  it('stores the level with the session: a new request, on any instance, reads it back', async () => {
     const t = await server.createTenant();
     const { client, sessionId } = await connectMcp(server.url, t.mcpKey);
     expect(client.getServerCapabilities()).toMatchObject({ logging: {} });
@@ -137,8 +138,19 @@ describe('logging/setLevel', () => {
     expect(onSecond.status).toBe(200);
     const [stored] = await storedSessions(t);
     expect(stored).toMatchObject({ id: sessionId, log_level: 'warning' });
-    expect(isLogged('warning', 'info')).toBe(false);
-    expect(isLogged('warning', 'error')).toBe(true);
+    // what the next request reads with its session (resumeSession is how every request after
+    // initialize finds it), and what the level lets through
+    const principal = {
+      kind: 'mcp' as const,
+      keyId: stored!.key_id,
+      organizationId: t.organization.id,
+      permissions: [],
+    };
+    const resumed = await resumeSession({ db: server.db.knex, clock }, principal, sessionId);
+    expect(resumed).toEqual({ id: sessionId, logLevel: 'warning' });
+    expect(isLogged(resumed!.logLevel, 'info')).toBe(false);
+    expect(isLogged(resumed!.logLevel, 'error')).toBe(true);
+    expect(isLogged(null, 'debug')).toBe(true);
     // set on the second instance, read by the first
     const set = await mcpPost(
       second.url,

@@ -16,9 +16,8 @@ import { AppError, settleRetryHeaders } from '../errors.js';
 import { inputViolations } from '../input-rules.js';
 import type { ServiceContext } from '../services/context.js';
 import type { McpPrincipal } from '../services/keys.js';
-import { parseLogLevel, type SessionState } from './logging.js';
 import { createMcpServer } from './server.js';
-import { closeSession, openSession, useSession } from './sessions.js';
+import { closeSession, openSession, resumeSession, type SessionState } from './sessions.js';
 
 const parseJson = express.json({ limit: '1mb', type: () => true });
 
@@ -91,8 +90,8 @@ export async function serveMcp(ctx: ServiceContext, principal: McpPrincipal, req
         'Call initialize first, then send its session id in the Mcp-Session-Id header.',
       );
     }
-    const row = await useSession(ctx, principal, id);
-    if (!row) {
+    const resumed = await resumeSession(ctx, principal, id);
+    if (!resumed) {
       return jsonRpcError(
         res,
         404,
@@ -100,7 +99,7 @@ export async function serveMcp(ctx: ServiceContext, principal: McpPrincipal, req
         'Session not found: it was closed, expired or replaced by a newer one. Call initialize again.',
       );
     }
-    session = { id, logLevel: parseLogLevel(row.log_level) };
+    session = resumed;
   }
   setSessionHeaders(res, session.id);
   const server = createMcpServer(ctx, principal, session, Boolean(initialize));

@@ -13,22 +13,10 @@ import {
 import { z } from 'zod';
 import type { ServiceContext } from '../services/context.js';
 import type { McpPrincipal } from '../services/keys.js';
-import { setLogLevel } from './sessions.js';
+import { parseLogLevel, type SessionState, setLogLevel } from './sessions.js';
 
 /** The levels from least to most severe (RFC 5424 names, as the protocol uses them). */
 export const LOG_LEVELS: readonly LoggingLevel[] = LoggingLevelSchema.options;
-
-/** The session a request belongs to, as the request path read it from the database. */
-export interface SessionState {
-  id: string;
-  /** The level the client asked for, or null when it never did. */
-  logLevel: LoggingLevel | null;
-}
-
-export function parseLogLevel(value: unknown): LoggingLevel | null {
-  const parsed = LoggingLevelSchema.safeParse(value);
-  return parsed.success ? parsed.data : null;
-}
 
 /** Whether a message of `level` reaches a client that asked for `threshold` (null: everything). */
 export function isLogged(threshold: LoggingLevel | null, level: LoggingLevel): boolean {

@@ -12,9 +12,10 @@ import type { ServiceContext } from '../services/context.js';
 import type { McpPrincipal } from '../services/keys.js';
 import { handleCompletions } from './completions.js';
 import { MCP_SERVER_NAME, MCP_SERVER_VERSION } from './constants.js';
-import { handleSetLevel, type SessionState } from './logging.js';
+import { handleSetLevel } from './logging.js';
 import { registerPrompts } from './prompts.js';
 import { registerResources } from './resources.js';
+import type { SessionState } from './sessions.js';
 import { registerTool } from './tool.js';
 import { TOOLS } from './tools/index.js';
 

@@ -6,16 +6,11 @@
 // with the seconds until one becomes evictable. A request on an evicted session gets 404, which
 // tells a client to initialize again.
 import { randomUUID } from 'node:crypto';
+import { type LoggingLevel, LoggingLevelSchema } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../errors.js';
 import type { ServiceContext } from '../services/context.js';
 import type { McpPrincipal } from '../services/keys.js';
-import {
-  deleteSession,
-  type McpSessionRow,
-  openSessionUnderCap,
-  setSessionLogLevel,
-  touchSession,
-} from '../storage/mcp-sessions.js';
+import { deleteSession, openSessionUnderCap, setSessionLogLevel, touchSession } from '../storage/mcp-sessions.js';
 
 export const SESSION_IDLE_MS = 30 * 60_000;
 export const MAX_SESSIONS_PER_KEY = 50;
@@ -73,15 +68,31 @@ export async function openSession(
 
 const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The key's session with this id if it is still open (and marks it used); undefined otherwise. */
-export async function useSession(
+/** The session a request belongs to, as stored: what the request needs of it. */
+export interface SessionState {
+  id: string;
+  /** The logging level the client asked for (logging/setLevel), or null when it never did. */
+  logLevel: LoggingLevel | null;
+}
+
+export function parseLogLevel(value: unknown): LoggingLevel | null {
+  const parsed = LoggingLevelSchema.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}
+
+/**
+ * The key's session with this id, read from the database as every request after initialize
+ * reads it (on any instance), and marked used; undefined when it is closed, expired or evicted.
+ */
+export async function resumeSession(
   ctx: Pick<ServiceContext, 'db' | 'clock'>,
   principal: McpPrincipal,
   id: string,
-): Promise<McpSessionRow | undefined> {
+): Promise<SessionState | undefined> {
   if (!SESSION_ID.test(id)) return undefined;
   const now = ctx.clock();
-  return touchSession(ctx.db, principal.keyId, id, new Date(now.getTime() - SESSION_IDLE_MS), now);
+  const row = await touchSession(ctx.db, principal.keyId, id, new Date(now.getTime() - SESSION_IDLE_MS), now);
+  return row ? { id: row.id, logLevel: parseLogLevel(row.log_level) } : undefined;
 }
 
 /** Stores the logging level the session's client asked for; false when the session is gone. */
