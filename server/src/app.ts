@@ -8,11 +8,12 @@ import type { Config } from './config.js';
 import { loadContract } from './contract.js';
 import { envelope, errorHandler, NotFoundError } from './errors.js';
 import { resolveApp } from './http/access.js';
-import { securityHandlers } from './http/auth.js';
+import { mcpBearerKey, securityHandlers } from './http/auth.js';
 import { requestContextMiddleware } from './http/context.js';
 import { handlers } from './http/handlers.js';
 import { inputRules } from './http/input-rules.js';
 import { mcpJsonRpcRouter } from './http/mcp-jsonrpc.js';
+import { mcpOriginGuard } from './http/mcp-origin.js';
 import { dispatch } from './http/operations.js';
 import { opsRouter } from './http/ops.js';
 import { openRateLimits, rateLimit } from './http/rate-limit.js';
@@ -57,6 +58,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestContextMiddleware(logger)); // request id, logger, and the context later layers fill in
 
   app.use(opsRouter(database, yaml, doc));
+  app.use(mcpOriginGuard(config)); // foreign web origins and, on loopback, foreign host names: 403 on /mcp
+  app.use(mcpBearerKey); // the MCP key may come as Authorization: Bearer
   app.use(mcpJsonRpcRouter(ctx));
   app.use(sdkRouter(config, logger));
   app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));

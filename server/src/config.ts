@@ -117,6 +117,43 @@ const allowlistSchema = z
     return Object.freeze({ hosts: Object.freeze(hosts), ranges: Object.freeze(ranges) });
   });
 
+/** MCP_ALLOWED_ORIGINS: web origins (`scheme://host[:port]`) that may call `/mcp`, normalised. */
+const originsSchema = z
+  .string()
+  .default('')
+  .transform((raw, ctx): readonly string[] => {
+    const origins: string[] = [];
+    const bad: string[] = [];
+    for (const item of raw.split(',').map((v) => v.trim())) {
+      if (item === '') continue;
+      const origin = parseOrigin(item);
+      if (origin) origins.push(origin);
+      else bad.push(item);
+    }
+    if (bad.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `MCP_ALLOWED_ORIGINS must be a comma-separated list of origins such as https://app.example.com or http://localhost:6274, without a path (not understood: ${bad.join(', ')})`,
+      });
+      return z.NEVER;
+    }
+    return Object.freeze([...new Set(origins)]);
+  });
+
+/** `scheme://host[:port]` of an http(s) URL written as an origin (no path, query or credentials), else null. */
+export function parseOrigin(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  if (url.username || url.password || url.search || url.hash) return null;
+  if (url.pathname !== '/') return null;
+  return url.origin;
+}
+
 export interface PushEndpointAllowlist {
   /** Host names, lower case, matched exactly. */
   readonly hosts: readonly string[];
@@ -149,6 +186,7 @@ const envSchema = z.object({
   CAMPAIGN_WORKERS: z.enum(['on', 'off']).default('on'),
   PUSH_PENDING_STALE_SECONDS: z.coerce.number().int().positive().max(86_400).default(120),
   MCP_CAMPAIGN_LEAD_MINUTES: z.coerce.number().int().min(1).max(10_080).default(15),
+  MCP_ALLOWED_ORIGINS: originsSchema,
 });
 
 export interface Config {
@@ -190,6 +228,8 @@ export interface Config {
   readonly pushPendingStaleMs: number;
   /** The least time between an MCP campaign's creation and its first send, so that a person can review or pause it. */
   readonly mcpCampaignLeadMinutes: number;
+  /** Web origins besides Tally's own that may call `/mcp` (browser-based MCP clients, proxies). */
+  readonly mcpAllowedOrigins: readonly string[];
   /** Validate responses against the contract and fail on drift (tests); otherwise drift is logged. */
   readonly strictResponses: boolean;
 }
@@ -227,6 +267,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     campaignWorkers: e.CAMPAIGN_WORKERS === 'on',
     pushPendingStaleMs: e.PUSH_PENDING_STALE_SECONDS * 1000,
     mcpCampaignLeadMinutes: e.MCP_CAMPAIGN_LEAD_MINUTES,
+    mcpAllowedOrigins: e.MCP_ALLOWED_ORIGINS,
     strictResponses: e.NODE_ENV === 'test',
   });
 }

@@ -1,7 +1,7 @@
 // The one error family of the service and the one middleware that renders it as the envelope
 // {success:false, error, code, message, details?}. Services throw these; nothing else writes errors.
 import { STATUS_CODES } from 'node:http';
-import type { ErrorRequestHandler } from 'express';
+import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { RequestContext } from './http/context.js';
 
@@ -145,7 +145,8 @@ function describeValidatorItem(item: ValidatorItem): FieldError {
 }
 
 function missingCredentialMessage(path: string): string {
-  if (path === '/mcp' || path.startsWith('/mcp/')) return 'Send your MCP API key in the X-MCP-API-Key header.';
+  if (path === '/mcp' || path.startsWith('/mcp/'))
+    return 'Send your MCP API key in the X-MCP-API-Key header (or as Authorization: Bearer <key>).';
   if (path.startsWith('/admin/')) return 'Send the admin token as Authorization: Bearer <token>.';
   return 'Send your API key as Authorization: Bearer <key>.';
 }
@@ -214,6 +215,26 @@ export function toAppError(err: unknown, req: ErrorSite): AppError {
   );
 }
 
+const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
+
+/**
+ * Makes the headers of a 429 or 503 agree with it: Retry-After always (from `details.retry_after`
+ * when the error has one); and X-RateLimit-* (which describe the per-minute request limit) only
+ * when that limit is what refused the request. A 429 for another reason (too many open MCP
+ * sessions, too many SQL queries at once) drops them rather than show requests remaining.
+ */
+export function settleRetryHeaders(res: Response, error: AppError): void {
+  if (error.status === 503 && !res.getHeader('Retry-After')) res.setHeader('Retry-After', '5');
+  if (error.status !== 429) return;
+  if (!res.getHeader('Retry-After')) {
+    const seconds = Number(error.details?.retry_after);
+    res.setHeader('Retry-After', String(Number.isFinite(seconds) && seconds >= 1 ? Math.ceil(seconds) : 1));
+  }
+  if (Number(res.getHeader('X-RateLimit-Remaining') ?? 0) > 0) {
+    for (const header of RATE_LIMIT_HEADERS) res.removeHeader(header);
+  }
+}
+
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const context = res.locals.ctx as RequestContext | undefined;
@@ -222,7 +243,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (appError.status >= 500) log.error({ err }, 'request failed');
     else log.debug({ code: appError.code, status: appError.status }, appError.message);
     if (res.headersSent) return;
-    if (appError.status === 503 && !res.getHeader('Retry-After')) res.setHeader('Retry-After', '5');
+    settleRetryHeaders(res, appError);
     res.status(appError.status).json(envelope(appError.status, appError.code, appError.message, appError.details));
   };
 }

@@ -42,7 +42,11 @@ const sandbox = (t: Tenant, sql: string) =>
     method: 'POST',
     headers: { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' },
     body: JSON.stringify({ app_id: t.app.id, query: sql }),
-  }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
+  }).then(async (r) => ({
+    status: r.status,
+    retryAfter: r.headers.get('retry-after'),
+    body: (await r.json()) as Record<string, unknown>,
+  }));
 
 describe.runIf(!embedded)('PostgreSQL', () => {
   it('runs 2 slow queries of one key, queues 8, refuses 2; others are answered meanwhile', async () => {
@@ -67,8 +71,9 @@ describe.runIf(!embedded)('PostgreSQL', () => {
     for (const r of refused) {
       expect(r.body).toMatchObject({
         code: 'RATE_LIMIT_EXCEEDED',
-        details: { reason: 'concurrency', running: 2, waiting: 8 },
+        details: { reason: 'concurrency', running: 2, waiting: 8, retry_after: 1 },
       });
+      expect(r.retryAfter).toBe('1'); // every 429 says when to retry
     }
     const firstSlowDone = order.findIndex(
       (n) => results[Number(n.split('-')[1])]?.status === 400 && n.startsWith('slow'),

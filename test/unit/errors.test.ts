@@ -1,8 +1,8 @@
 // The error envelope never leaks internals: an unexpected error becomes a plain 500 whose message
 // holds no SQL, stack or driver detail, while known errors keep their status, code and details.
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { describe, expect, it } from 'vitest';
-import { AppError, envelope, toAppError, ValidationError } from '../../server/src/errors.js';
+import { AppError, envelope, settleRetryHeaders, toAppError, ValidationError } from '../../server/src/errors.js';
 
 const req = { path: '/v1/events', method: 'POST' } as Request;
 
@@ -78,5 +78,48 @@ describe('envelope', () => {
       message: 'gone',
     });
     expect(new AppError(429, 'RATE_LIMIT_EXCEEDED', 'slow down').status).toBe(429);
+  });
+});
+
+describe('settleRetryHeaders', () => {
+  /** The header calls of an Express response, on a Map. */
+  const response = (headers: Record<string, string>) => {
+    const map = new Map(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+    const res = {
+      getHeader: (name: string) => map.get(name.toLowerCase()),
+      setHeader: (name: string, value: string) => map.set(name.toLowerCase(), value),
+      removeHeader: (name: string) => map.delete(name.toLowerCase()),
+    };
+    return { res: res as unknown as Response, map };
+  };
+  const limited = { 'X-RateLimit-Limit': '100', 'X-RateLimit-Remaining': '97', 'X-RateLimit-Reset': '1900000000' };
+
+  it('gives every 429 a Retry-After, from details.retry_after or one second', () => {
+    const sessions = response(limited);
+    settleRetryHeaders(sessions.res, new AppError(429, 'RATE_LIMIT_EXCEEDED', 'x', { retry_after: 12.2 }));
+    expect(sessions.map.get('retry-after')).toBe('13');
+    const bare = response({});
+    settleRetryHeaders(bare.res, new AppError(429, 'RATE_LIMIT_EXCEEDED', 'x'));
+    expect(bare.map.get('retry-after')).toBe('1');
+  });
+
+  it('drops X-RateLimit-* that say requests remain on a 429, and keeps those of the limit that refused', () => {
+    const other = response(limited);
+    settleRetryHeaders(other.res, new AppError(429, 'RATE_LIMIT_EXCEEDED', 'x', { reason: 'sessions' }));
+    expect([...other.map.keys()]).toEqual(['retry-after']);
+    const own = response({ ...limited, 'X-RateLimit-Remaining': '0', 'Retry-After': '42' });
+    settleRetryHeaders(own.res, new AppError(429, 'RATE_LIMIT_EXCEEDED', 'x', { retry_after: 42 }));
+    expect(own.map.get('x-ratelimit-remaining')).toBe('0');
+    expect(own.map.get('retry-after')).toBe('42');
+  });
+
+  it('leaves other statuses alone, except Retry-After on 503', () => {
+    const ok = response(limited);
+    settleRetryHeaders(ok.res, new AppError(400, 'INVALID_REQUEST', 'x'));
+    expect(ok.map.get('x-ratelimit-remaining')).toBe('97');
+    expect(ok.map.has('retry-after')).toBe(false);
+    const down = response({});
+    settleRetryHeaders(down.res, new AppError(503, 'SERVICE_UNAVAILABLE', 'x'));
+    expect(down.map.get('retry-after')).toBe('5');
   });
 });

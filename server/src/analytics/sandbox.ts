@@ -183,7 +183,7 @@ async function withConcurrencyLimit<T>(owner: string, fn: () => Promise<T>): Pro
         429,
         'RATE_LIMIT_EXCEEDED',
         `Too many SQL queries at once from this key: ${lane.running} are running and ${lane.waiting.length} are waiting. Wait for some to finish.`,
-        { reason: 'concurrency', running: lane.running, waiting: lane.waiting.length },
+        { reason: 'concurrency', running: lane.running, waiting: lane.waiting.length, retry_after: 1 },
       );
     }
     await new Promise<void>((resolve) => lane!.waiting.push(resolve));

@@ -21,6 +21,19 @@ function bearer(req: Request): string | undefined {
   return match?.[1];
 }
 
+/**
+ * Lets MCP clients that can send only `Authorization: Bearer <key>` present their MCP key that
+ * way on /mcp: without an X-MCP-API-Key header, the bearer token is read as the MCP key (and then
+ * checked as one, so a REST key or the admin token is refused there, as an MCP key is on REST).
+ */
+export function mcpBearerKey(req: Request, _res: unknown, next: () => void): void {
+  if ((req.path === '/mcp' || req.path.startsWith('/mcp/')) && req.headers['x-mcp-api-key'] === undefined) {
+    const token = bearer(req);
+    if (token !== undefined) req.headers['x-mcp-api-key'] = token;
+  }
+  next();
+}
+
 export function requirePermission(principal: McpPrincipal, permission: Permission): void {
   if (!principal.permissions.includes(permission)) {
     throw new ForbiddenError('INSUFFICIENT_PERMISSIONS', `This MCP API key lacks the ${permission} permission.`, {

@@ -1,10 +1,11 @@
 // The MCP v2 JSON-RPC endpoint (POST /mcp, GET /mcp with Accept: text/event-stream, DELETE /mcp),
-// outside the OpenAPI contract. Every call needs a valid X-MCP-API-Key: without one the answer
+// outside the OpenAPI contract. Every call needs a valid MCP key (X-MCP-API-Key, or
+// Authorization: Bearer, which http/auth.ts's mcpBearerKey copies there): without one the answer
 // is HTTP 401 with a JSON-RPC error body (code -32001), after the same per-IP throttle of failed
 // authentications as the other surfaces and the per-key `mcp` rate limit. Authenticated calls
 // are served by mcp/http.ts.
 import { type NextFunction, type Request, type Response, Router } from 'express';
-import { toAppError } from '../errors.js';
+import { settleRetryHeaders, toAppError } from '../errors.js';
 import { jsonRpcError, serveMcp } from '../mcp/http.js';
 import type { ServiceContext } from '../services/context.js';
 import { authenticateMcp, type McpPrincipal } from '../services/keys.js';
@@ -39,7 +40,7 @@ export function mcpJsonRpcRouter(ctx: ServiceContext): Router {
     } catch (err) {
       const error = toAppError(err, req);
       if (error.status >= 500) requestContext(res).log.error({ err }, 'MCP call failed');
-      if (error.status === 503 && !res.getHeader('Retry-After')) res.setHeader('Retry-After', '5');
+      settleRetryHeaders(res, error);
       const unauthorized = error.status === 401;
       res.status(error.status).json({
         jsonrpc: '2.0',
@@ -59,7 +60,10 @@ export function mcpJsonRpcRouter(ctx: ServiceContext): Router {
     } catch (err) {
       const error = toAppError(err, req);
       if (error.status >= 500) requestContext(res).log.error({ err }, 'MCP call failed');
-      if (!res.headersSent) jsonRpcError(res, error.status, -32603, error.message, { code: error.code });
+      if (!res.headersSent) {
+        settleRetryHeaders(res, error);
+        jsonRpcError(res, error.status, -32603, error.message, { code: error.code });
+      }
     }
   });
   return router;

@@ -18,6 +18,8 @@ export const JSON_RPC_METHODS = [
   'resources/list',
   'resources/templates/list',
   'resources/read',
+  'logging/setLevel',
+  'completion/complete',
 ];
 
 let registered: Promise<{ name: string; description: string; inputSchema?: Record<string, unknown> }[]> | null = null;

@@ -1,21 +1,23 @@
-// The HTTP side of MCP v2 (Streamable HTTP, protocol 2025-11-25), after the key is checked:
-//  - POST initialize opens a session (at most 20 per key; the next answers 429), stored in the
-//    database, and answers with its id in the result (`transport.sessionId`) and in the
-//    Mcp-Session-Id and X-MCP-Session-Id headers;
+// The HTTP side of MCP v2 (Streamable HTTP, protocol 2025-11-25), after the origin and the key
+// are checked:
+//  - POST initialize opens a session, stored in the database (sessions.ts: 50 per key, the least
+//    recently used idle one evicted at the cap, 429 with Retry-After when none is idle), and
+//    answers with its id in the result (`transport.sessionId`) and in the Mcp-Session-Id and
+//    X-MCP-Session-Id headers;
 //  - any other POST needs an open session of the same key in either header (400 without one,
-//    404 for an unknown or expired one);
+//    404 for an unknown, expired or evicted one);
 //  - GET with Accept: text/event-stream is 405 (no server-initiated stream is offered);
 //  - DELETE closes the session.
 // Each request runs on a fresh server and a stateless SDK transport, so a session opened on one
 // instance is served by any other (the session record is the only state).
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import express, { type Request, type Response } from 'express';
-import { AppError } from '../errors.js';
+import { AppError, settleRetryHeaders } from '../errors.js';
 import { inputViolations } from '../input-rules.js';
 import type { ServiceContext } from '../services/context.js';
 import type { McpPrincipal } from '../services/keys.js';
 import { createMcpServer } from './server.js';
-import { closeSession, openSession, useSession } from './sessions.js';
+import { closeSession, openSession, resumeSession, type SessionState } from './sessions.js';
 
 const parseJson = express.json({ limit: '1mb', type: () => true });
 
@@ -62,16 +64,18 @@ export async function serveMcp(ctx: ServiceContext, principal: McpPrincipal, req
     | { params?: { protocolVersion?: string; capabilities?: object; clientInfo?: object } }
     | undefined;
 
-  let sessionId: string;
+  let session: SessionState;
   if (initialize) {
     try {
-      sessionId = await openSession(ctx, principal, {
+      const id = await openSession(ctx, principal, {
         protocolVersion: String(initialize.params?.protocolVersion ?? ''),
         capabilities: { ...(initialize.params?.capabilities ?? {}) },
         clientInfo: { ...(initialize.params?.clientInfo ?? {}) },
       });
+      session = { id, logLevel: null };
     } catch (err) {
       if (err instanceof AppError && err.status === 429) {
+        settleRetryHeaders(res, err);
         return jsonRpcError(res, 429, -32000, err.message, { code: err.code, ...err.details });
       }
       throw err;
@@ -86,13 +90,19 @@ export async function serveMcp(ctx: ServiceContext, principal: McpPrincipal, req
         'Call initialize first, then send its session id in the Mcp-Session-Id header.',
       );
     }
-    if (!(await useSession(ctx, principal, id))) {
-      return jsonRpcError(res, 404, -32001, 'Session not found: it was closed or expired. Call initialize again.');
+    const resumed = await resumeSession(ctx, principal, id);
+    if (!resumed) {
+      return jsonRpcError(
+        res,
+        404,
+        -32001,
+        'Session not found: it was closed, expired or replaced by a newer one. Call initialize again.',
+      );
     }
-    sessionId = id;
+    session = resumed;
   }
-  setSessionHeaders(res, sessionId);
-  const server = createMcpServer(ctx, principal, initialize ? sessionId : undefined);
+  setSessionHeaders(res, session.id);
+  const server = createMcpServer(ctx, principal, session, Boolean(initialize));
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   res.on('close', () => {
     void transport.close();

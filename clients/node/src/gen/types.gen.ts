@@ -1543,14 +1543,14 @@ export type ErasedCounts = {
  * | `INVALID_API_KEY` | 401 | The credential is unknown. |
  * | `REVOKED_API_KEY` | 401 | The key was revoked. |
  * | `INSUFFICIENT_PERMISSIONS` | 403 | The MCP key lacks a permission. `details: {required_permission, current_permissions}`. |
- * | `ORIGIN_NOT_ALLOWED` | 403 | A website request came from an origin the app does not allow (or carried neither `Origin` nor `Referer`). |
+ * | `ORIGIN_NOT_ALLOWED` | 403 | A website request came from an origin the app does not allow (or carried neither `Origin` nor `Referer`); or an `/mcp` request came from a web origin that is not Tally's own nor in `MCP_ALLOWED_ORIGINS`, or, on a server listening on loopback, was addressed to a host name that is not a loopback name. `details: {reason: "origin" or "host", origin or host}` on `/mcp`. |
  * | `ADVANCED_SIGNALS_NOT_ALLOWED` | 403 | A visit carried `advanced_signals` but the app is not in attested advanced mode. |
  * | `MCP_CAMPAIGNS_DISABLED` | 403 | The app does not let AI clients create push campaigns through MCP (its `mcp_campaigns` setting is off). |
  * | `IDENTITY_NOT_VERIFIED` | 403 | A website call named a user without a valid `user_hash`: its `user_hash` is wrong, or the user (or the visitor id) was created through the REST API and needs one. |
  * | `NOT_FOUND` | 404 | The referenced app, user, audience, campaign, delivery or key does not exist, or the credential may not see it. |
  * | `CONFLICT` | 409 | The change clashes with existing state (id already taken, campaign already sent, ...). |
  * | `PAYLOAD_TOO_LARGE` | 413 | The request body is over 1 MB. |
- * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests, or too many failed authentications from one address. `details: {limit, window, retry_after}`; the `Retry-After` header says when to retry. |
+ * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests, or too many failed authentications from one address: `details: {limit, window, retry_after}`. Too many SQL queries of one key at once: `details: {reason: "concurrency", running, waiting, retry_after}`. Every 429 has a `Retry-After` header saying when to retry; `X-RateLimit-*` headers describe the per-minute request limit and appear on a 429 only when that limit refused it. |
  * | `INTERNAL_ERROR` | 500 | An unexpected failure on the server. |
  * | `NOT_IMPLEMENTED` | 501 | The operation is declared but not available in this build yet. |
  * | `PROVIDER_ERROR` | 502 | The push provider refused for good (a failure it may recover from is retried in the background instead). `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. |
@@ -5373,7 +5373,7 @@ export type McpInfoErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -5439,7 +5439,7 @@ export type McpEngagementErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -5514,7 +5514,7 @@ export type McpEventAnalyticsErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -5589,7 +5589,7 @@ export type McpFunnelsErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -5642,7 +5642,7 @@ export type McpAuthErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -5691,7 +5691,7 @@ export type McpDocsErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -5769,7 +5769,7 @@ export type McpEventsErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -5822,7 +5822,7 @@ export type McpResourcesErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -5876,7 +5876,7 @@ export type McpGetAppErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -5934,7 +5934,7 @@ export type McpAppVersionsErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -5992,7 +5992,7 @@ export type McpListAudiencesErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -6050,7 +6050,7 @@ export type McpGetAudienceErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -6116,7 +6116,7 @@ export type McpListCampaignsErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -6174,7 +6174,7 @@ export type McpGetCampaignErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**
@@ -6237,7 +6237,7 @@ export type McpGetUserErrors = {
      */
     401: ErrorResponse;
     /**
-     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`).
+     * The MCP key is valid but lacks the `read` permission this endpoint needs (`INSUFFICIENT_PERMISSIONS`), or the request came from a web origin (or host name) that may not use `/mcp` (`ORIGIN_NOT_ALLOWED`).
      */
     403: ErrorResponse;
     /**

@@ -1,6 +1,7 @@
 // Output schemas shared by the campaign tools: the list entry and the detail (the same shapes as
 // the MCP campaign GETs, DESIGN §10).
 import { z } from 'zod';
+import { textOrNull } from '../tool.js';
 
 export const campaignStatus = z.enum(['scheduled', 'live', 'paused', 'sent']);
 export const scheduleType = z.enum(['now', 'scheduled', 'recurring', 'slipping_away', 'trigger']);
@@ -18,8 +19,8 @@ export const campaignSummary = z.object({
   title: z.string(),
   status: campaignStatus,
   schedule_type: scheduleType,
-  trigger_event: z.string().nullable(),
-  audience_id: z.string().nullable(),
+  trigger_event: textOrNull('The event that triggers the campaign, or null.'),
+  audience_id: textOrNull('The targeted audience, or null when every user is targeted.'),
   created_at: z.string(),
   stats: z.object(counts),
 });
@@ -35,12 +36,12 @@ export const campaignDetailShape = {
   id: z.string(),
   name: z.string(),
   title: z.string(),
-  message: z.string().nullable(),
+  message: textOrNull('The static text, or null when the text is written from a prompt.'),
   status: campaignStatus,
   schedule_type: scheduleType,
-  trigger_event: z.string().nullable(),
-  audience_id: z.string().nullable(),
-  audience_name: z.string().nullable(),
+  trigger_event: textOrNull('The event that triggers the campaign, or null.'),
+  audience_id: textOrNull('The targeted audience, or null when every user is targeted.'),
+  audience_name: textOrNull("The targeted audience's name, or null."),
   created_at: z.string(),
   updated_at: z.string(),
   created_by: campaignCreator.nullable().describe('Who created it; null for campaigns from before this was recorded.'),
@@ -54,9 +55,9 @@ export const campaignDetailShape = {
       .describe('Trigger occurrences that could not be prepared after 5 attempts: no push was made for them.'),
   }),
   performance: z.object({
-    avg_delivery_time: z.string().nullable(),
-    peak_delivery_hour: z.string().nullable(),
-    best_performing_segment: z.string().nullable(),
+    avg_delivery_time: textOrNull('Average time to the provider\'s answer, e.g. "1.8s", or null before any send.'),
+    peak_delivery_hour: textOrNull('The busiest send hour, "HH:00" in the organization time zone, or null.'),
+    best_performing_segment: textOrNull('The segment with the highest click rate, or null.'),
   }),
-  next_run_at: z.string().nullable(),
+  next_run_at: textOrNull('When the campaign next runs (ISO 8601), or null.'),
 };

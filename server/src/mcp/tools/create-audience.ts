@@ -13,7 +13,9 @@ export const createAudience = defineTool({
     '"users who purchased at least twice in the last 30 days", "premium users in France", "users inactive for 14 days". ' +
     'The description is read by the built-in engine (query_method rules, confidence 1) or, when it cannot read it and a ' +
     "language model is configured, turned into SQL by the model (query_method llm_sql, the model's confidence). " +
-    'Returns the audience id and how many users are in it now; the audience is evaluated again whenever it is used.',
+    'Returns the audience id, how many users are in it now and, when the built-in engine read the description, how it ' +
+    'understood it in plain words (interpretation; check it says what you meant). The audience is evaluated again ' +
+    'whenever it is used.',
   input: {
     app_id: appIdArgument,
     name: z.string().min(1).max(255).describe('A name for the audience.'),
@@ -23,8 +25,12 @@ export const createAudience = defineTool({
     audience_id: z.string(),
     name: z.string(),
     user_count: z.number(),
-    query_method: z.string(),
-    confidence: z.number(),
+    query_method: z.enum(['rules', 'llm', 'llm_sql', 'sql']),
+    confidence: z.number().describe('Confidence in the reading, 0 to 1 (1 for the built-in engine).'),
+    interpretation: z
+      .string()
+      .optional()
+      .describe('Who the description was understood as, in plain words; absent when a language model wrote the SQL.'),
   },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   writes: true,
@@ -41,6 +47,7 @@ export const createAudience = defineTool({
       user_count: created.userCount,
       query_method: created.queryMethod,
       confidence: created.confidence,
+      ...(created.understood ? { interpretation: created.understood } : {}),
     };
   },
   summary: (r) => `Audience ${r.audience_id} created with ${r.user_count} user${r.user_count === 1 ? '' : 's'}.`,

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { appForMcpKey } from '../../services/access.js';
 import { createCampaign, createdCampaignView } from '../../services/campaigns.js';
-import { appIdArgument, defineTool } from '../tool.js';
+import { appIdArgument, defineTool, textOrNull } from '../tool.js';
 import { campaignCreator } from './campaign-schemas.js';
 
 export const createPushCampaign = defineTool({
@@ -82,7 +82,7 @@ export const createPushCampaign = defineTool({
         available_events_count: z.number(),
       })
       .nullable(),
-    scheduled_at: z.string().nullable().describe('When the first send is due (ISO 8601).'),
+    scheduled_at: textOrNull('When the first send is due (ISO 8601), or null when the campaign sends at once.'),
     created_by: campaignCreator.describe('The MCP key that created the campaign.'),
   },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },

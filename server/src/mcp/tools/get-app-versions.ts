@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ValidationError } from '../../errors.js';
 import { appForMcpKey } from '../../services/access.js';
 import { versionHistoryView } from '../../services/app-resources.js';
-import { defineTool } from '../tool.js';
+import { appIdArgument, defineTool, textOrNull } from '../tool.js';
 
 const instant = z.string().max(64);
 
@@ -25,21 +25,21 @@ export const getAppVersions = defineTool({
     'latest first, and the current version (the latest released). start_date and end_date (ISO 8601 dates or date-times) ' +
     'keep only the versions released in that range, inclusive. Use it to relate changes in metrics to releases.',
   input: {
-    app_id: z.string().max(255).describe("The app's id."),
+    app_id: appIdArgument,
     start_date: instant.optional().describe('Only versions released on or after this date (ISO 8601).'),
     end_date: instant.optional().describe('Only versions released on or before this date (ISO 8601).'),
   },
   output: {
     app_id: z.string(),
     app_name: z.string(),
-    current_version: z.string().nullable(),
+    current_version: textOrNull('The version with the latest release time, or null when none is recorded.'),
     versions: z.array(
       z.object({
         id: z.string(),
         version: z.string(),
-        release_notes: z.string().nullable(),
+        release_notes: textOrNull('The release notes, or null.'),
         released_at: z.string(),
-        created_by: z.string().nullable(),
+        created_by: textOrNull('Who recorded the version, or null.'),
       }),
     ),
     total: z.number(),

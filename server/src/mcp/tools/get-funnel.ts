@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { appForMcpKey } from '../../services/access.js';
 import { funnelView } from '../../services/funnels.js';
-import { appIdArgument, DATA_DISCLAIMER, defineTool } from '../tool.js';
+import { appIdArgument, DATA_DISCLAIMER, defineTool, textOrNull } from '../tool.js';
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD');
 
@@ -36,7 +36,7 @@ export const getFunnel = defineTool({
     ),
     overall_conversion: z.number(),
     analysis: z.object({
-      biggest_dropoff: z.string().nullable(),
+      biggest_dropoff: textOrNull('The event of the step that loses the most users; null when no step loses anyone.'),
       dropoff_percentage: z.number(),
       recommendation: z.string(),
     }),

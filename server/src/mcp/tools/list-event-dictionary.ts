@@ -2,14 +2,14 @@
 import { z } from 'zod';
 import { appForMcpKey } from '../../services/access.js';
 import { eventDictionary } from '../../services/event-dictionary.js';
-import { DATA_DISCLAIMER, defineTool } from '../tool.js';
+import { appIdArgument, DATA_DISCLAIMER, defineTool, textOrNull } from '../tool.js';
 
 export const dictionaryEntry = z.object({
   id: z.string(),
   event_name: z.string(),
-  display_name: z.string().nullable(),
-  description: z.string().nullable(),
-  category: z.string().nullable(),
+  display_name: textOrNull('A readable name, or null.'),
+  description: textOrNull('What the event means, or null when it is not defined yet.'),
+  category: textOrNull('A grouping such as "commerce", or null.'),
   archived: z.boolean(),
   defined: z.boolean(),
   first_seen: z.string(),
@@ -28,7 +28,7 @@ export const listEventDictionary = defineTool({
     'creating audiences and campaigns. Most recently seen first.' +
     DATA_DISCLAIMER,
   input: {
-    app_id: z.string().max(255).describe("The app's id."),
+    app_id: appIdArgument,
     include_archived: z.boolean().default(false).describe('Include archived events (default false).'),
     only_undefined: z.boolean().default(false).describe('Only events without a description yet (default false).'),
     search: z.string().max(255).optional().describe('Only events whose name contains this text (any case).'),

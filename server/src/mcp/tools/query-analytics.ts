@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { appForMcpKey } from '../../services/access.js';
 import { queryAnalytics as answer } from '../../services/analytics.js';
-import { appIdArgument, DATA_DISCLAIMER, defineTool } from '../tool.js';
+import { appIdArgument, DATA_DISCLAIMER, defineTool, jsonValue } from '../tool.js';
 
 export const queryAnalytics = defineTool({
   name: 'query_analytics',
@@ -12,9 +12,9 @@ export const queryAnalytics = defineTool({
     'Answers a question about an app\'s events and users, asked in plain words ("daily active users last week", ' +
     '"top 5 events this month", "revenue by country in October") or as one SQL SELECT over the relations ' +
     'events(id, user_id, event_name, properties, created_at) and users(id, user_id, email, phone, properties, origin, ' +
-    'created_at, last_active, event_count), already restricted to the app. Returns the rows, the SQL that ran and how the ' +
+    'created_at, last_active, event_count), already restricted to the app. Returns the rows, the SQL that ran, how the ' +
     'question was read (query_method: rules for the built-in engine, llm or llm_sql when a language model helped, sql for ' +
-    'SQL). A question it cannot read is refused with the words it did not understand and suggestions.' +
+    'SQL) and one sentence saying what was computed over which period (interpretation). A question it cannot read is refused with the words it did not understand and suggestions.' +
     DATA_DISCLAIMER,
   input: {
     app_id: appIdArgument,
@@ -22,12 +22,15 @@ export const queryAnalytics = defineTool({
   },
   output: {
     success: z.literal(true),
-    data: z.array(z.record(z.string(), z.unknown())),
+    data: z.array(z.record(z.string(), jsonValue())).describe('The rows, one object per row keyed by column name.'),
     query_time_ms: z.number(),
     rows_returned: z.number(),
-    sql: z.string(),
-    query_method: z.string(),
-    truncated: z.boolean(),
+    sql: z.string().describe('The SQL that ran.'),
+    query_method: z.enum(['rules', 'llm', 'llm_sql', 'sql']),
+    interpretation: z
+      .string()
+      .describe("What was computed, over which period (dates in the organization's time zone), in one sentence."),
+    truncated: z.boolean().describe('True when the row cap cut the result short.'),
   },
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   writes: false,

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { appForMcpKey } from '../../services/access.js';
 import { eventsPageView } from '../../services/event-search.js';
-import { appIdArgument, DATA_DISCLAIMER, defineTool } from '../tool.js';
+import { appIdArgument, DATA_DISCLAIMER, defineTool, jsonValue } from '../tool.js';
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD');
 
@@ -31,7 +31,7 @@ export const queryEvents = defineTool({
         app_id: z.string(),
         user_id: z.string(),
         event_name: z.string(),
-        properties: z.record(z.string(), z.unknown()),
+        properties: z.record(z.string(), jsonValue()),
         created_at: z.string(),
       }),
     ),

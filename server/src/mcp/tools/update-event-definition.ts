@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { appForMcpKey } from '../../services/access.js';
 import { defineEvent } from '../../services/event-dictionary.js';
-import { defineTool } from '../tool.js';
+import { appIdArgument, defineTool } from '../tool.js';
 import { dictionaryEntry } from './list-event-dictionary.js';
 
 export const updateEventDefinition = defineTool({
@@ -15,7 +15,7 @@ export const updateEventDefinition = defineTool({
     'its properties (a map from property name to description, merged with the notes already there). Fields left out are ' +
     'unchanged; null clears a text field. Only events the app has tracked can be defined. Returns the updated definition.',
   input: {
-    app_id: z.string().max(255).describe("The app's id."),
+    app_id: appIdArgument,
     event_id: z.string().max(255).optional().describe('The event definition id (from list_event_dictionary).'),
     event_name: z.string().max(255).optional().describe('The exact event name.'),
     display_name: z.string().max(255).nullable().optional().describe('A readable name.'),

@@ -17,6 +17,7 @@ import * as m015 from './015-privacy.js';
 import * as m016 from './016-delivery.js';
 import * as m017 from './017-api-written.js';
 import * as m018 from './018-mcp-campaigns.js';
+import * as m020 from './020-mcp-session-policy.js';
 import * as m021 from './021-delivery-retries.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
@@ -37,6 +38,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '017-api-written': m017,
   '018-mcp-campaigns': m018,
   '021-delivery-retries': m021,
+  '020-mcp-session-policy': m020,
 };
 
 const source: Knex.MigrationSource<string> = {
