@@ -28,8 +28,8 @@ export const campaignSummary = z.object({
 /** Who created a campaign (the MCP key for campaigns from AI clients). */
 export const campaignCreator = z.object({
   kind: z.enum(['admin', 'mcp']).describe('admin: the admin API or CLI; mcp: an MCP key.'),
-  key_id: z.string().nullable().describe('The MCP key that created it; null for admin.'),
-  key_name: z.string().nullable().describe("That key's label; null for admin."),
+  key_id: textOrNull('The MCP key that created it; null for admin.'),
+  key_name: textOrNull("That key's label; null for admin."),
 });
 
 export const campaignDetailShape = {
