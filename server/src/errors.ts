@@ -62,6 +62,18 @@ export class NotImplementedError extends AppError {
   }
 }
 
+/** Too many requests at once (429 RATE_LIMIT_EXCEEDED); `Retry-After` says when to try again. */
+export class RateLimitError extends AppError {
+  constructor(
+    message: string,
+    /** Seconds to wait before trying again. */
+    readonly retryAfter: number,
+    details?: Details,
+  ) {
+    super(429, 'RATE_LIMIT_EXCEEDED', message, { ...details, retry_after: retryAfter });
+  }
+}
+
 /** The database (or another store a request needs) cannot be reached; the client may retry. */
 export class ServiceUnavailableError extends AppError {
   constructor(message = 'The database cannot be reached right now. Retry in a few seconds.') {
@@ -220,6 +232,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     else log.debug({ code: appError.code, status: appError.status }, appError.message);
     if (res.headersSent) return;
     if (appError.status === 503 && !res.getHeader('Retry-After')) res.setHeader('Retry-After', '5');
+    if (appError instanceof RateLimitError) res.setHeader('Retry-After', String(appError.retryAfter));
     res.status(appError.status).json(envelope(appError.status, appError.code, appError.message, appError.details));
   };
 }
