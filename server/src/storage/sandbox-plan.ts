@@ -5,9 +5,10 @@
 // from a few thousand events, past the embedded time cap). So each join of the plan is estimated
 // again: an equality on an event name or a user uses the app's own frequencies (the event
 // dictionary's volumes, the users' event counts: sum of count² over N²), an equality on a unique
-// id keeps the other side's rows, and a join on anything else counts every pair. The embedded
-// database gathers statistics only every ten minutes, so an app's scans are scaled up to the rows
-// it has now when the planner believes it has fewer.
+// id keeps the other side's rows, and an equality on another column counts every pair; a join on
+// what the query computes keeps the planner's selectivity. The embedded database gathers
+// statistics only every ten minutes, so an app's scans are scaled up to the rows it has now when
+// the planner believes it has fewer.
 import type pg from 'pg';
 
 /** What the plan is re-estimated with, for one app. */
@@ -53,6 +54,8 @@ type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
 
 interface Estimate {
   rows: number;
+  /** The planner's own estimate of those rows. */
+  planned: number;
   /** Scans below this node: alias -> relation. */
   aliases: Map<string, string>;
   /** Aliases whose rows may come out more than once here (a join repeated them). */
@@ -98,23 +101,23 @@ export function joinRows(plan: PlanNode, stats: KeyStats): number {
     if (typeof relation === 'string') {
       aliases.set(String(node.Alias), relation);
       const scale = relation === 'events' ? stats.eventsScale : relation === 'users' ? stats.usersScale : 1;
-      return { rows: planned * scale, aliases, repeated };
+      return { rows: planned * scale, planned, aliases, repeated };
     }
     if (JOINS.has(String(node['Node Type'])) && estimates.length >= 2) {
       const join = joinEstimate(node, estimates[0]!, estimates[1]!, stats);
       total += join.rows;
-      return { rows: join.rows, aliases, repeated: join.repeated };
+      return { rows: join.rows, planned, aliases, repeated: join.repeated };
     }
-    if (node['Node Type'] === 'Aggregate' && node.Strategy === 'Plain') return { rows: 1, aliases, repeated };
+    if (node['Node Type'] === 'Aggregate' && node.Strategy === 'Plain') return { rows: 1, planned, aliases, repeated };
     if (node['Node Type'] === 'Append' || node['Node Type'] === 'MergeAppend') {
-      return { rows: estimates.reduce((n, e) => n + e.rows, 0), aliases, repeated };
+      return { rows: estimates.reduce((n, e) => n + e.rows, 0), planned, aliases, repeated };
     }
     const child = estimates[0];
-    if (!child) return { rows: planned, aliases, repeated };
+    if (!child) return { rows: planned, planned, aliases, repeated };
     // Other nodes keep the planner's view of how they shrink or pass on their input.
     const childPlanned = Number(children[0]!['Plan Rows'] ?? 0);
     const scale = childPlanned > 0 ? child.rows / childPlanned : 1;
-    return { rows: Math.min(child.rows, Math.max(planned, planned * scale)), aliases, repeated };
+    return { rows: Math.min(child.rows, Math.max(planned, planned * scale)), planned, aliases, repeated };
   };
   walk(plan);
   return total;
@@ -135,9 +138,10 @@ function joinEstimate(
     : [node['Hash Cond'], node['Merge Cond'], node['Join Filter']]
         .filter((c): c is string => typeof c === 'string')
         .join(' AND ');
-  let rows = outer.rows * inner.rows;
   // Unless a side matches at most one row per row of the other, both sides' rows may repeat.
   let repeated = new Set([...outer.aliases.keys(), ...inner.aliases.keys()]);
+  // Equalities between columns of events and users, estimated with the app's own numbers.
+  const understood: number[] = [];
   for (const term of condition ? terms(condition) : []) {
     const m = EQUALITY.exec(term);
     if (!m) continue;
@@ -154,15 +158,23 @@ function joinEstimate(
     if (unique1 || unique2) {
       const other = unique1 ? s2 : s1;
       const one = unique1 ? s1 : s2;
-      if (other.rows <= rows) {
-        rows = unique1 && unique2 ? Math.min(s1.rows, s2.rows) : other.rows;
-        repeated = new Set([...other.repeated, ...one.aliases.keys()]);
-      }
+      understood.push(unique1 && unique2 ? Math.min(s1.rows, s2.rows) : other.rows);
+      repeated = new Set([...other.repeated, ...one.aliases.keys()]);
     } else if (k1 && k1 === k2 && k1 !== 'event') {
-      rows = Math.min(rows, outer.rows * inner.rows * (k1 === 'name' ? stats.eventName : stats.user));
+      understood.push(outer.rows * inner.rows * (k1 === 'name' ? stats.eventName : stats.user));
+    } else {
+      // another column (app_id, the same on every row here, or a time): every pair may match
+      understood.push(outer.rows * inner.rows);
     }
-    // app_id (the same on every row here) and other keys tell nothing: every pair may match.
   }
+  // Otherwise (keys computed by the query, rows of subqueries): the planner's selectivity, applied
+  // to the inputs as re-estimated.
+  const selectivity = Number(node['Plan Rows'] ?? 0) / Math.max(1, outer.planned * inner.planned);
+  let rows = innerIndexCondition(node)
+    ? outer.rows * inner.rows
+    : understood.length > 0
+      ? Math.min(...understood)
+      : outer.rows * inner.rows * Math.min(1, selectivity);
   if (type === 'Left') rows = Math.max(rows, outer.rows);
   if (type === 'Right') rows = Math.max(rows, inner.rows);
   if (type === 'Full') rows = Math.max(rows, outer.rows + inner.rows);
