@@ -1434,7 +1434,7 @@ export type ErasedCounts = {
  * | `NOT_FOUND` | 404 | The referenced app, user, audience, campaign, delivery or key does not exist, or the credential may not see it. |
  * | `CONFLICT` | 409 | The change clashes with existing state (id already taken, campaign already sent, ...). |
  * | `PAYLOAD_TOO_LARGE` | 413 | The request body is over 1 MB. |
- * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests, or too many failed authentications from one address. `details: {limit, window, retry_after}`; the `Retry-After` header says when to retry. |
+ * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests, too many failed authentications from one address, or too many SQL queries at once. `details: {limit, window, retry_after}` for rate limits; for the SQL sandbox `details: {reason, retry_after}` (with `running` and `waiting` for the first two reasons), where `reason` is `concurrency` (this key's queries), `organization` (all the organization's queries) or `cooldown` (embedded database: one of the organization's queries ran into the time limit). The `Retry-After` header says when to retry. |
  * | `INTERNAL_ERROR` | 500 | An unexpected failure on the server. |
  * | `NOT_IMPLEMENTED` | 501 | The operation is declared but not available in this build yet. |
  * | `PROVIDER_ERROR` | 502 | The push provider refused or failed. `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. |
@@ -3561,7 +3561,7 @@ export type AdminAppsListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -3614,7 +3614,7 @@ export type AdminAppsCreateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -3668,7 +3668,7 @@ export type AdminAppsGetErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -3726,7 +3726,7 @@ export type AdminAppsUpdateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -3789,7 +3789,7 @@ export type AdminPrivacyAuditErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -3843,7 +3843,7 @@ export type AdminCampaignsListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -3901,7 +3901,7 @@ export type AdminCampaignsCreateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -3955,7 +3955,7 @@ export type AdminIdentitySecretsListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4017,7 +4017,7 @@ export type AdminIdentitySecretsGenerateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4075,7 +4075,7 @@ export type AdminIdentitySecretsRemoveErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4129,7 +4129,7 @@ export type AdminKeysListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4187,7 +4187,7 @@ export type AdminKeysCreateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4241,7 +4241,7 @@ export type AdminPushGetErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4299,7 +4299,7 @@ export type AdminPushConfigureErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4357,7 +4357,7 @@ export type AdminDemoSeedErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4415,7 +4415,7 @@ export type AdminPrivacyEraseUserErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4473,7 +4473,7 @@ export type AdminPrivacyExportUserErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4527,7 +4527,7 @@ export type AdminVersionsListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4585,7 +4585,7 @@ export type AdminVersionsAddErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4639,7 +4639,7 @@ export type AdminCampaignsGetErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4697,7 +4697,7 @@ export type AdminCampaignsPauseErrors = {
      */
     409: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4755,7 +4755,7 @@ export type AdminCampaignsResumeErrors = {
      */
     409: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4809,7 +4809,7 @@ export type AdminKeysRevokeErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4854,7 +4854,7 @@ export type AdminOrganizationsListErrors = {
      */
     401: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4903,7 +4903,7 @@ export type AdminOrganizationsCreateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4957,7 +4957,7 @@ export type AdminOrganizationsGetErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5015,7 +5015,7 @@ export type AdminOrganizationsUpdateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5064,7 +5064,7 @@ export type McpInfoErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5134,7 +5134,7 @@ export type McpEngagementErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5209,7 +5209,7 @@ export type McpEventAnalyticsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5284,7 +5284,7 @@ export type McpFunnelsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5333,7 +5333,7 @@ export type McpAuthErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5382,7 +5382,7 @@ export type McpDocsErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5464,7 +5464,7 @@ export type McpEventsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5513,7 +5513,7 @@ export type McpResourcesErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5571,7 +5571,7 @@ export type McpGetAppErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5629,7 +5629,7 @@ export type McpAppVersionsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5687,7 +5687,7 @@ export type McpListAudiencesErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5745,7 +5745,7 @@ export type McpGetAudienceErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5811,7 +5811,7 @@ export type McpListCampaignsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5869,7 +5869,7 @@ export type McpGetCampaignErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5932,7 +5932,7 @@ export type McpGetUserErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6002,7 +6002,7 @@ export type AnalyticsMetricsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6055,7 +6055,7 @@ export type AnalyticsQueryErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6117,7 +6117,7 @@ export type AudiencesListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6170,7 +6170,7 @@ export type AudiencesCreateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6219,7 +6219,7 @@ export type EventsTrackErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6268,7 +6268,7 @@ export type EventsTrackBatchErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6322,7 +6322,7 @@ export type PushCampaignStatusErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6412,7 +6412,7 @@ export type PushSendErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6465,7 +6465,7 @@ export type UsersUpsertErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6522,7 +6522,7 @@ export type UsersCreateAliasErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6579,7 +6579,7 @@ export type UsersReplaceIdErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6633,7 +6633,7 @@ export type UsersEraseErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6687,7 +6687,7 @@ export type UsersExportErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6741,7 +6741,7 @@ export type WebsiteConfigErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6794,7 +6794,7 @@ export type WebsiteTrackEventErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6847,7 +6847,7 @@ export type WebsiteIdentifyErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6900,7 +6900,7 @@ export type WebsiteSubscribePushErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6953,7 +6953,7 @@ export type WebsiteUpsertUserErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -7006,7 +7006,7 @@ export type WebsiteLogVisitErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
