@@ -9,13 +9,13 @@
 // BENCH_TALLY_ROOT runs another checkout of Tally (the code before a change) with this harness.
 //   npm run bench -- fairness                                           # embedded
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- fairness
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { scratchDatabase } from './ingest.js';
+import { scratchDatabase, tally } from './ingest.js';
 
 const SECONDS = Number(process.env.BENCH_FAIRNESS_SECONDS ?? 300);
 const ROOT = path.resolve(process.env.BENCH_TALLY_ROOT ?? path.resolve(import.meta.dirname, '..'));
@@ -33,45 +33,23 @@ interface Tally {
 }
 
 async function startTally(databaseUrl: string | undefined): Promise<Tally> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-fair-'));
-  const port = 30000 + Math.floor(Math.random() * 20000);
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      DATABASE_URL: databaseUrl ?? '',
-      LOG_LEVEL: 'warn',
-      RATE_LIMITS: JSON.stringify({ batch: 100_000 }),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
   let restarts = 0;
-  let tail = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    const lines = (tail + chunk.toString()).split('\n');
-    tail = lines.pop() ?? '';
-    for (const line of lines) if (line.includes('"msg":"restarting the embedded database"')) restarts++;
+  const t = await tally(databaseUrl, {
+    root: ROOT,
+    // the default rate limits, but batches for seeding
+    env: { RATE_LIMITS: JSON.stringify({ batch: 100_000 }) },
+    onLine: (line) => {
+      if (line.includes('"msg":"restarting the embedded database"')) restarts++;
+    },
   });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(`${url}/readyz`)).ok) break;
-    } catch {
-      // starting
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  const creds = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8'));
   return {
-    url,
-    adminToken: creds.admin_token,
+    url: t.url,
+    adminToken: t.adminToken,
     restarts: () => restarts,
     async stop() {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.on('exit', r));
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      t.child.kill('SIGTERM');
+      await new Promise((r) => t.child.on('exit', r));
+      fs.rmSync(t.dataDir, { recursive: true, force: true });
     },
   };
 }
