@@ -46,13 +46,18 @@ export async function scratchDatabase(adminUrl: string): Promise<{ url: string; 
   };
 }
 
+/**
+ * Starts Tally in its own process on a fresh data directory (and `databaseUrl` when given).
+ * `options.root` runs another checkout, `options.env` adds settings, `options.onLine` reads its log.
+ */
 export async function tally(
   databaseUrl?: string,
+  options: { root?: string; env?: Record<string, string>; onLine?: (line: string) => void } = {},
 ): Promise<{ url: string; apiKey: string; appId: string; adminToken: string; child: ChildProcess; dataDir: string }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-'));
   const port = 30000 + Math.floor(Math.random() * 20000);
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
-    cwd: root,
+    cwd: options.root ?? root,
     env: {
       ...process.env,
       PORT: String(port),
@@ -60,9 +65,18 @@ export async function tally(
       RATE_LIMITS: 'off',
       LOG_LEVEL: 'warn',
       DATABASE_URL: databaseUrl ?? '',
+      ...options.env,
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', options.onLine ? 'pipe' : 'ignore', 'inherit'],
   });
+  if (options.onLine) {
+    let tail = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      const lines = (tail + chunk.toString()).split('\n');
+      tail = lines.pop() ?? '';
+      for (const line of lines) options.onLine!(line);
+    });
+  }
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     try {

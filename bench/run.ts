@@ -1,7 +1,9 @@
-// `npm run bench [-- ingest|analytics|nl|retention]`: runs the benchmarks and prints their figures as JSON
-// lines. BENCH_DATABASE_URL (a PostgreSQL server where the benchmarks may create databases) adds
-// the PostgreSQL passes; the analytics and retention benchmarks run only there.
+// `npm run bench [-- ingest|analytics|nl|retention|fairness]`: runs the benchmarks and prints their
+// figures as JSON lines. BENCH_DATABASE_URL (a PostgreSQL server where the benchmarks may create
+// databases) adds the PostgreSQL passes; the analytics and retention benchmarks run only there. The
+// fairness benchmark (5 minutes a database by default) runs only when asked for by name.
 import { benchAnalytics } from './analytics.js';
+import { benchFairness } from './fairness.js';
 import { benchIngest } from './ingest.js';
 import { benchNl } from './nl.js';
 import { benchRetention } from './retention.js';
@@ -15,3 +17,7 @@ if (only === undefined || only === 'ingest') {
 if ((only === undefined || only === 'analytics') && pg) console.log(JSON.stringify(await benchAnalytics(pg)));
 if (only === undefined || only === 'nl') console.log(JSON.stringify(await benchNl()));
 if ((only === undefined || only === 'retention') && pg) console.log(JSON.stringify(await benchRetention(pg)));
+if (only === 'fairness') {
+  console.log(JSON.stringify(await benchFairness('pglite (embedded)')));
+  if (pg) console.log(JSON.stringify(await benchFairness('postgresql', pg)));
+}

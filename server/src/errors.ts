@@ -62,6 +62,18 @@ export class NotImplementedError extends AppError {
   }
 }
 
+/** Too many requests at once (429 RATE_LIMIT_EXCEEDED); `Retry-After` says when to try again. */
+export class RateLimitError extends AppError {
+  constructor(
+    message: string,
+    /** Seconds to wait before trying again. */
+    readonly retryAfter: number,
+    details?: Details,
+  ) {
+    super(429, 'RATE_LIMIT_EXCEEDED', message, { ...details, retry_after: retryAfter });
+  }
+}
+
 /** The database (or another store a request needs) cannot be reached; the client may retry. */
 export class ServiceUnavailableError extends AppError {
   constructor(message = 'The database cannot be reached right now. Retry in a few seconds.') {

@@ -2,6 +2,7 @@
 // POST /v1/analytics/query. Each must be refused (400 QUERY_REJECTED) or harmless: it answers
 // only its own app's rows, within the caps, or times out, and the service answers normally after.
 // `refused: true` marks those the checker must refuse outright on both databases.
+import { AMPLIFICATION } from './sandbox-amplification.js';
 
 export interface Attempt {
   name: string;
@@ -268,7 +269,17 @@ export const HARMLESS: Attempt[] = [
     name: 'wide rows capped by bytes',
     sql: 'SELECT a.properties, b.properties AS p2, a.id FROM events a JOIN events b ON a.event_name = b.event_name',
   },
-  { name: 'a string aggregate', sql: "SELECT string_agg(event_name, ',') AS s FROM events" },
+  {
+    name: 'a string aggregate over every event',
+    sql: "SELECT string_agg(event_name, ',') AS s FROM events",
+    refused: true,
+  },
+  {
+    name: 'a string aggregate over a bounded subquery',
+    sql: "SELECT string_agg(event_name, ',') AS s FROM (SELECT DISTINCT event_name FROM events LIMIT 50) t",
+  },
+  { name: 'padding to a width written in the query', sql: "SELECT lpad(event_name, 20, '.') AS p FROM events LIMIT 5" },
+  { name: 'a short repeat', sql: "SELECT repeat('ab', 10) AS r" },
   {
     name: 'jsonb keys and values',
     sql: 'SELECT j.key, count(*) FROM events, jsonb_each(events.properties) j GROUP BY 1',
@@ -318,18 +329,8 @@ export const EXHAUSTION: Attempt[] = [
     slow: true,
   },
   {
-    name: 'a string aggregate over a self-join',
-    sql: "SELECT length(string_agg(a.properties::text || b.properties::text, '')) FROM events a JOIN events b ON a.user_id = b.user_id JOIN events c ON b.user_id = c.user_id",
-    slow: true,
-  },
-  {
     name: 'an endless recursive CTE',
     sql: 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r',
-    slow: true,
-  },
-  {
-    name: 'a doubling string in a recursive CTE',
-    sql: "WITH RECURSIVE r(s) AS (SELECT 'x'::text UNION ALL SELECT s || s FROM r WHERE length(s) < 1000000000) SELECT length(max(s)) FROM r",
     slow: true,
   },
   { name: 'a billion-row series', sql: 'SELECT count(*) FROM generate_series(1, 1000000000)', slow: true },
@@ -343,11 +344,6 @@ export const EXHAUSTION: Attempt[] = [
     sql: 'SELECT count(*) FROM events CROSS JOIN events e2 CROSS JOIN events e3 CROSS JOIN events e4',
     slow: true,
   },
-  {
-    name: 'huge rows',
-    sql: "SELECT (SELECT string_agg(a.properties::text, '') FROM events a JOIN events b ON a.user_id = b.user_id) AS big FROM events",
-    slow: true,
-  },
 ];
 
 export const REFUSED: Attempt[] = [
@@ -356,4 +352,5 @@ export const REFUSED: Attempt[] = [
   ...RELATIONS.map((sql) => ({ name: `a relation: ${sql}`, sql, refused: true })),
   ...STATEMENTS.map((sql) => ({ name: `a statement: ${sql}`, sql, refused: true })),
   ...SYNTAX.map((sql) => ({ name: `syntax: ${sql}`, sql, refused: true })),
+  ...AMPLIFICATION.map((a) => ({ ...a, name: `amplification: ${a.name}`, refused: true })),
 ];

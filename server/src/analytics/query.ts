@@ -47,12 +47,16 @@ const LLM_SQL_SCHEMA = {
 
 export async function answerQuery(
   ctx: ServiceContext,
-  app: { id: string },
+  app: { id: string; organization_id?: string },
   query: string,
   /** `owner`: whose sandbox concurrency the query counts against (the API key). */
   extra: { owner?: string } = {},
 ): Promise<QueryAnswer> {
-  const options = { timeoutMs: ctx.config.analyticsQueryTimeoutMs, owner: extra.owner };
+  const options = {
+    timeoutMs: ctx.config.analyticsQueryTimeoutMs,
+    owner: extra.owner,
+    organizationId: app.organization_id,
+  };
   const started = performance.now();
   const done = (result: SandboxResult, method: QueryMethod, interpretation: string, confidence = 1): QueryAnswer => ({
     ...result,

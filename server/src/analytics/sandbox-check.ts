@@ -25,6 +25,7 @@ import {
   TYPES,
   UNBOUNDED_FUNCTIONS,
 } from './sandbox-rules.js';
+import { checkValueSizes } from './sandbox-size.js';
 
 export { ALLOWED_FUNCTIONS, SANDBOX_RELATIONS, UNBOUNDED_FUNCTIONS };
 
@@ -100,6 +101,7 @@ function onlyFields(node: Json, kind: string, allowed: readonly string[]): void 
 export async function checkSandboxSql(sql: string, options: CheckOptions): Promise<string> {
   const stmt = await parseOne(sql);
   new Checker(options).statement(stmt);
+  checkValueSizes(stmt, reject);
   let printed: string;
   try {
     printed = deparseSync(stmt, { pretty: false });

@@ -15,7 +15,11 @@ export const SANDBOX_RELATIONS: Readonly<Record<string, readonly string[]>> = {
   users: ['id', 'user_id', 'email', 'phone', 'properties', 'origin', 'created_at', 'last_active', 'event_count'],
 };
 
-/** Functions allowed everywhere (bare or pg_catalog-qualified). None runs SQL text, touches the server or amplifies its input without bound. */
+/**
+ * Functions allowed everywhere (bare or pg_catalog-qualified). None runs SQL text or touches the
+ * server; those that can build large values from small input (replace, lpad, string_agg, ...) are
+ * bounded by the checker's size pass (sandbox-size.ts), which refuses a query when it cannot bound them.
+ */
 export const ALLOWED_FUNCTIONS = words(`
   count sum avg min max stddev stddev_pop stddev_samp variance var_pop var_samp bool_and bool_or every any_value
   string_agg array_agg json_agg jsonb_agg json_object_agg jsonb_object_agg percentile_cont percentile_disc mode
@@ -27,7 +31,7 @@ export const ALLOWED_FUNCTIONS = words(`
   abs round ceil ceiling floor trunc sign sqrt cbrt power pow exp ln log log10 mod div width_bucket
   pi degrees radians random to_number gcd lcm scale min_scale trim_scale
   lower upper length char_length character_length octet_length bit_length substr trim btrim ltrim rtrim
-  concat concat_ws replace left right split_part position strpos starts_with initcap reverse md5 translate
+  concat concat_ws replace repeat lpad rpad left right split_part position strpos starts_with initcap reverse md5 translate
   ascii chr quote_literal quote_ident quote_nullable to_hex normalize is_normalized overlay
   jsonb_extract_path jsonb_extract_path_text json_extract_path json_extract_path_text jsonb_typeof json_typeof
   jsonb_array_length json_array_length jsonb_array_elements jsonb_array_elements_text json_array_elements

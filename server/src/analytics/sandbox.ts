@@ -4,18 +4,26 @@
 // (user_id is the external id in both). Its layers, each meant to hold on its own
 // (docs/security.md): (1) the checker (sandbox-check.ts), whose printed tree is what runs;
 // (2) on PostgreSQL, the confined database role (storage/sandbox-role.ts, storage/sandbox.ts);
-// (3) resources: per-key concurrency (here), a statement timeout (PostgreSQL) or a time cap that
-// restarts the embedded worker, and caps on rows and bytes.
+// (3) resources: admission per key and per organization, and in embedded mode a cool-down after a
+// query ran into the time cap (sandbox-admission.ts); a statement timeout (PostgreSQL, backed by
+// cancelling and terminating the backend) or a time cap that restarts the embedded worker; and
+// caps on rows and bytes.
 import { AppError } from '../errors.js';
 import type { ServiceContext } from '../services/context.js';
-import { EMBEDDED_MAX_COST, QueryTooExpensive, SandboxTimeout, SandboxUnavailable } from '../storage/sandbox.js';
+import {
+  EMBEDDED_MAX_COST,
+  QueryTooExpensive,
+  type SandboxDatabase,
+  SandboxTimeout,
+  SandboxUnavailable,
+} from '../storage/sandbox.js';
+import { EMBEDDED_MAX_JOIN_ROWS } from '../storage/sandbox-embedded.js';
+import { findApp } from '../storage/tenancy.js';
+import { SandboxAdmission } from './sandbox-admission.js';
 import { checkSandboxSql, SandboxRejection } from './sandbox-check.js';
 
 export const DEFAULT_ROW_CAP = 10_000;
 export const DEFAULT_BYTE_CAP = 4 * 1024 * 1024;
-/** Sandbox queries of one key: at most this many run at once, and this many more wait. */
-export const MAX_RUNNING_PER_KEY = 2;
-export const MAX_WAITING_PER_KEY = 8;
 
 export interface SandboxOptions {
   timeoutMs: number;
@@ -23,6 +31,8 @@ export interface SandboxOptions {
   byteCap?: number;
   /** Whose concurrency this query counts against (the API key's id); the app id when absent. */
   owner?: string;
+  /** The app's organization (looked up when absent): its share of the sandbox and its cool-down. */
+  organizationId?: string;
 }
 
 export interface SandboxResult {
@@ -34,7 +44,25 @@ export interface SandboxResult {
   columns: string[];
 }
 
-type SandboxContext = Pick<ServiceContext, 'sandbox' | 'logger'> & { config?: ServiceContext['config'] };
+type SandboxContext = Pick<ServiceContext, 'sandbox' | 'logger'> &
+  Partial<Pick<ServiceContext, 'config' | 'db' | 'clock'>>;
+
+/** One admission per sandbox database: servers sharing a database share its connections. */
+const admissions = new WeakMap<SandboxDatabase, SandboxAdmission>();
+function admissionOf(sandbox: SandboxDatabase): SandboxAdmission {
+  let admission = admissions.get(sandbox);
+  if (!admission) {
+    admission = new SandboxAdmission(sandbox.slots);
+    admissions.set(sandbox, admission);
+  }
+  return admission;
+}
+
+async function organizationOf(ctx: SandboxContext, appId: string, given: string | undefined): Promise<string> {
+  if (given) return given;
+  const app = ctx.db ? await findApp(ctx.db, appId) : undefined;
+  return app?.organization_id ?? appId;
+}
 
 export class QueryRejectedError extends AppError {
   constructor(message: string) {
@@ -113,10 +141,16 @@ async function execute(
   const timeoutMs = ctx.sandbox.embedded
     ? Math.min(options.timeoutMs, ctx.config?.embeddedQueryTimeoutMs ?? options.timeoutMs)
     : options.timeoutMs;
-  const result = await withConcurrencyLimit(options.owner ?? appId, async () => {
+  const organizationId = await organizationOf(ctx, appId, options.organizationId);
+  // Direct callers without a service clock (tests of the executor) read the system's.
+  const now = () => (ctx.clock ? ctx.clock() : new Date()).getTime();
+  const admission = admissionOf(ctx.sandbox);
+  const admitted = { key: options.owner ?? appId, organization: organizationId, timeoutMs, now };
+  const result = await admission.run(admitted, async () => {
     try {
       return await ctx.sandbox.run({
         appId,
+        organizationId,
         statement,
         params,
         trusted,
@@ -125,6 +159,13 @@ async function execute(
         byteCap: options.byteCap ?? DEFAULT_BYTE_CAP,
       });
     } catch (err) {
+      if (err instanceof SandboxTimeout && ctx.sandbox.embedded) {
+        const ms = admission.capHit(organizationId, now());
+        ctx.logger?.warn(
+          { organization_id: organizationId, app_id: appId, cooldown_ms: ms },
+          'a sandbox query ran into the embedded time cap; its organization is cooled down',
+        );
+      }
       throw translate(err, timeoutMs);
     }
   });
@@ -139,6 +180,11 @@ async function execute(
 function translate(err: unknown, timeoutMs: number): unknown {
   if (err instanceof AppError) return err;
   if (err instanceof SandboxTimeout) return new QueryTimeoutError(timeoutMs);
+  if (err instanceof QueryTooExpensive && err.joinRows !== undefined) {
+    return new QueryRejectedError(
+      `The query's joins could pair about ${err.joinRows.toLocaleString('en')} rows of this app, more than embedded mode runs (${EMBEDDED_MAX_JOIN_ROWS.toLocaleString('en')}): joining events on an event name or a user pairs every matching event with every other. Filter both sides (a time range, an event name), join on an id, or run Tally on PostgreSQL.`,
+    );
+  }
   if (err instanceof QueryTooExpensive) {
     return new QueryRejectedError(
       `The query is too expensive for embedded mode (planner cost ${err.cost}, limit ${EMBEDDED_MAX_COST}). Filter it further (a time range, an event name) or run Tally on PostgreSQL.`,
@@ -159,46 +205,6 @@ function translate(err: unknown, timeoutMs: number): unknown {
     return new QueryRejectedError(`PostgreSQL refused the query: ${e.message}.`);
   }
   return err;
-}
-
-interface Lane {
-  running: number;
-  waiting: (() => void)[];
-}
-const lanes = new Map<string, Lane>();
-
-/**
- * At most MAX_RUNNING_PER_KEY queries of one key run at once and MAX_WAITING_PER_KEY wait; beyond
- * that, 429. These caps protect the server and stay on when rate limits are off.
- */
-async function withConcurrencyLimit<T>(owner: string, fn: () => Promise<T>): Promise<T> {
-  let lane = lanes.get(owner);
-  if (!lane) {
-    lane = { running: 0, waiting: [] };
-    lanes.set(owner, lane);
-  }
-  if (lane.running >= MAX_RUNNING_PER_KEY) {
-    if (lane.waiting.length >= MAX_WAITING_PER_KEY) {
-      throw new AppError(
-        429,
-        'RATE_LIMIT_EXCEEDED',
-        `Too many SQL queries at once from this key: ${lane.running} are running and ${lane.waiting.length} are waiting. Wait for some to finish.`,
-        { reason: 'concurrency', running: lane.running, waiting: lane.waiting.length, retry_after: 1 },
-      );
-    }
-    await new Promise<void>((resolve) => lane!.waiting.push(resolve));
-  } else lane.running++;
-  try {
-    return await fn();
-  } finally {
-    const next = lane.waiting.shift();
-    if (next)
-      next(); // the slot passes to the next waiting query
-    else {
-      lane.running--;
-      if (lane.running === 0) lanes.delete(owner);
-    }
-  }
 }
 
 function uniqueNames(names: string[]): string[] {

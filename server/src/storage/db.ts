@@ -8,7 +8,9 @@ import { EmbeddedHost } from './embedded/host.js';
 import { type DataDirLock, lockDataDir } from './lock.js';
 import { runMigrations } from './migrations/index.js';
 import { createPgliteKnex } from './pglite-client.js';
-import { embeddedSandbox, postgresSandbox, type SandboxDatabase } from './sandbox.js';
+import type { SandboxDatabase } from './sandbox.js';
+import { embeddedSandbox } from './sandbox-embedded.js';
+import { postgresSandbox } from './sandbox-postgres.js';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 

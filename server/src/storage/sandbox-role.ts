@@ -110,6 +110,13 @@ export function sandboxSetupStatements(role: string, appRole: string, password: 
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', f, ${quoteLiteral(appRole)});
       END LOOP;
     END $$`,
+    // Tally's own role may signal the sandbox's backends (to stop a query that runs past its
+    // timeout) once it has the sandbox role's privileges; the sandbox role gains nothing.
+    `DO $$ BEGIN
+      IF NOT pg_has_role(${quoteLiteral(appRole)}, ${lit}, 'USAGE') THEN
+        GRANT ${r} TO ${quoteIdent(appRole)};
+      END IF;
+    END $$`,
   ];
 }
 

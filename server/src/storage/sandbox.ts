@@ -4,23 +4,22 @@
 // one statement through the extended protocol (a cursor), so nothing can be appended to it. Rows
 // are read in batches up to a row cap and a byte cap (the transport is cut when one batch alone
 // is far over it); a capped result is marked truncated.
-//  - PostgreSQL: its own small pool, logged in as the confined sandbox role (sandbox-role.ts), in a
-//    READ ONLY transaction with a statement timeout, transaction-local settings and a connection
-//    reset (DISCARD ALL) after each query.
-//  - Embedded (PGlite, a superuser session in the worker thread): one sandbox query at a time, in
-//    its own queue, so other requests wait for at most the one running; a query over its time cap
-//    stops the worker, which restarts on the same data.
+//  - PostgreSQL (sandbox-postgres.ts): its own small pool, logged in as the confined sandbox role
+//    (sandbox-role.ts), in a READ ONLY transaction with a statement timeout backed by cancelling and
+//    then terminating the backend, transaction-local settings and a connection reset after each query.
+//  - Embedded (sandbox-embedded.ts; PGlite, a superuser session in the worker thread): one sandbox
+//    query at a time, in its own queue, refused first when its plan is too expensive; a query over
+//    its time cap stops the worker, which restarts on the same data.
+// This module holds what both share: the statement's wrapping and the capped reading of its rows.
 
-import type { Knex } from 'knex';
-import pg from 'pg';
+import type pg from 'pg';
 import Cursor from 'pg-cursor';
-import type { Logger } from 'pino';
-import type { EmbeddedHost } from './embedded/host.js';
-import { TimeCapExceeded } from './embedded/host.js';
-import { APP_SETTING, type Confinement, checkConfinement, ensureSandboxSetup } from './sandbox-role.js';
+import { APP_SETTING, type Confinement } from './sandbox-role.js';
 
 export interface SandboxStatement {
   appId: string;
+  /** The app's organization: sandbox backends are labelled with it (application_name). */
+  organizationId: string;
   /** SQL over `events` and `users`; `$1` is the app id, the statement's own parameters start at $2. */
   statement: string;
   params: unknown[];
@@ -51,6 +50,10 @@ export class SandboxUnavailable extends Error {
 
 export interface SandboxDatabase {
   readonly embedded: boolean;
+  /** How many sandbox queries can run at once (connections of the sandbox pool). */
+  readonly slots: number;
+  /** Queries stopped by force: backends terminated past their timeout, or restarts at the time cap. */
+  readonly stoppedByForce: number;
   run(q: SandboxStatement): Promise<SandboxRows>;
   /** The confinement of the PostgreSQL sandbox role (always confined:false in embedded mode). */
   confinement(): Promise<Confinement>;
@@ -79,7 +82,12 @@ const BATCH_ROWS = 500;
  * nested-loop joins, and a nested loop chosen on stale statistics (the embedded database has no
  * autovacuum) can take minutes where a hash join takes milliseconds: they are a last resort.
  */
-const PLAN_FOR_ALL_ROWS = 'SET LOCAL cursor_tuple_fraction = 1.0; SET LOCAL enable_nestloop = off';
+export const PLAN_FOR_ALL_ROWS = 'SET LOCAL cursor_tuple_fraction = 1.0; SET LOCAL enable_nestloop = off';
+/**
+ * A sandbox query runs in its own backend only, without parallel workers: an organization's share
+ * of the sandbox (two connections on PostgreSQL) is then also its share of the database's processes.
+ */
+export const NO_PARALLEL_WORKERS = 'SET LOCAL max_parallel_workers_per_gather = 0';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A rough size of a row as JSON, to stop reading past the byte cap. */
@@ -103,7 +111,7 @@ type CursorWithResult = Cursor & { _result: { fields: { name: string; dataTypeID
  * this query run far past the byte cap (one batch of huge rows); the connection is then unusable
  * and `broken` is set.
  */
-async function readCapped(
+export async function readCapped(
   client: pg.ClientBase,
   text: string,
   values: unknown[],
@@ -151,224 +159,25 @@ async function readCapped(
   return { fields: cursor._result.fields ?? [], rows, truncated, broken: cut };
 }
 
-function appSettingStatement(appId: string): string {
+export function appSettingStatement(appId: string): string {
   if (!UUID.test(appId)) throw new Error('app id is not a UUID');
   return `SET LOCAL ${APP_SETTING} = '${appId}'`;
 }
 
-/** PostgreSQL: a pool logged in as the sandbox role, checked for confinement before use. */
-class PostgresSandbox implements SandboxDatabase {
-  readonly embedded = false;
-  private pool: pg.Pool | null = null;
-  private checked: { at: number; confinement: Confinement } | null = null;
-  private opening: Promise<Confinement> | null = null;
-
-  constructor(
-    private readonly knex: Knex,
-    private readonly databaseUrl: string,
-    private readonly sandboxUrl: string | undefined,
-    private readonly logger: Logger | undefined,
-  ) {}
-
-  /** Sets the role up (as far as Tally's role may), opens the pool and checks confinement. */
-  confinement(): Promise<Confinement> {
-    // An unconfined setup is checked again after a minute: an operator may have fixed it.
-    if (this.checked && (this.checked.confinement.confined || Date.now() - this.checked.at < 60_000)) {
-      return Promise.resolve(this.checked.confinement);
-    }
-    this.opening ??= this.open().finally(() => {
-      this.opening = null;
-    });
-    return this.opening;
-  }
-
-  private async open(): Promise<Confinement> {
-    let confinement: Confinement;
-    try {
-      const { role, password } = await ensureSandboxSetup(this.knex);
-      if (!this.pool) {
-        const url = new URL(this.sandboxUrl ?? this.databaseUrl);
-        if (!this.sandboxUrl) {
-          url.username = role;
-          url.password = password ?? '';
-        }
-        this.pool = new pg.Pool({ connectionString: url.toString(), max: 5, idleTimeoutMillis: 30_000 });
-        this.pool.on('error', (err) => this.logger?.warn({ err: err.message }, 'sandbox connection failed'));
-      }
-      const client = await this.pool.connect();
-      try {
-        confinement = await checkConfinement(client);
-      } finally {
-        client.release();
-      }
-    } catch (err) {
-      confinement = { confined: false, problems: [`the sandbox role cannot log in (${(err as Error).message})`] };
-    }
-    if (!confinement.confined) {
-      this.logger?.error(
-        { problems: confinement.problems },
-        'The SQL sandbox is not confined on this database, so SQL from callers is refused. Run `npx tally sandbox-sql` and have a superuser run what it prints (docs/security.md).',
-      );
-    }
-    this.checked = { at: Date.now(), confinement };
-    return confinement;
-  }
-
-  async run(q: SandboxStatement): Promise<SandboxRows> {
-    const { confined, problems } = await this.confinement();
-    if (!confined) {
-      if (!q.trusted) throw new SandboxUnavailable(problems);
-      return this.runTrustedOnMainPool(q);
-    }
-    const client = await this.pool!.connect();
-    // A connection cut under an oversized result reports it as an error event: it is handled here.
-    const onError = (err: Error) => this.logger?.debug({ err: err.message }, 'sandbox connection closed');
-    client.on('error', onError);
-    let broken = true;
-    try {
-      await client.query('BEGIN TRANSACTION READ ONLY');
-      await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(q.timeoutMs))}`);
-      await client.query('SET LOCAL search_path = pg_catalog');
-      await client.query(PLAN_FOR_ALL_ROWS);
-      await client.query(appSettingStatement(q.appId));
-      const result = await readCapped(client, wrapStatement(q.statement), [q.appId, ...q.params], q.rowCap, q.byteCap);
-      if (!result.broken) {
-        await client.query('ROLLBACK');
-        await client.query('DISCARD ALL');
-        broken = false;
-      }
-      return result;
-    } catch (err) {
-      if ((err as { code?: string }).code === '57014') throw new SandboxTimeout(q.timeoutMs);
-      throw err;
-    } finally {
-      // A connection that failed in any way is closed rather than reused.
-      client.removeListener('error', onError);
-      client.release(broken);
-    }
-  }
-
-  /** Tally's own SQL when the sandbox role is not set up: the main pool, read only, same caps. */
-  private async runTrustedOnMainPool(q: SandboxStatement): Promise<SandboxRows> {
-    const client = (await this.knex.client.acquireConnection()) as pg.Client;
-    try {
-      await client.query('BEGIN TRANSACTION READ ONLY');
-      await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(q.timeoutMs))}`);
-      await client.query(PLAN_FOR_ALL_ROWS);
-      const result = await readCapped(client, wrapStatement(q.statement), [q.appId, ...q.params], q.rowCap, q.byteCap);
-      if (!result.broken) await client.query('ROLLBACK');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      if ((err as { code?: string }).code === '57014') throw new SandboxTimeout(q.timeoutMs);
-      throw err;
-    } finally {
-      await this.knex.client.releaseConnection(client);
-    }
-  }
-
-  async close(): Promise<void> {
-    await this.pool?.end();
-    this.pool = null;
-  }
+/** `application_name` of a sandbox backend running a query for an organization. */
+export function sandboxApplicationName(organizationId: string): string {
+  return `tally-sandbox:${UUID.test(organizationId) ? organizationId : 'unknown'}`;
 }
 
 /** Above this planner cost, embedded mode refuses a query before running it (PGlite does roughly 150,000 cost units a second). */
 export const EMBEDDED_MAX_COST = 500_000;
 
 export class QueryTooExpensive extends Error {
-  constructor(readonly cost: number) {
-    super(`planner cost ${cost} over ${EMBEDDED_MAX_COST}`);
-  }
-}
-
-/** Embedded: one sandbox query at a time, time-capped by restarting the worker. */
-class EmbeddedSandbox implements SandboxDatabase {
-  readonly embedded = true;
-  private tail: Promise<unknown> = Promise.resolve();
-
   constructor(
-    private readonly knex: Knex,
-    private readonly host: EmbeddedHost,
-  ) {}
-
-  async confinement(): Promise<Confinement> {
-    return { confined: false, problems: ['embedded mode has no database roles; only the checker and the caps apply'] };
+    readonly cost: number,
+    /** Set when the plan's joins, estimated with the app's own key frequencies, make too many rows. */
+    readonly joinRows?: number,
+  ) {
+    super(joinRows === undefined ? `planner cost ${cost} over ${EMBEDDED_MAX_COST}` : `joins making ${joinRows} rows`);
   }
-
-  run(q: SandboxStatement): Promise<SandboxRows> {
-    const turn = this.tail.then(() => this.runNow(q));
-    this.tail = turn.catch(() => undefined);
-    return turn;
-  }
-
-  /**
-   * Lets the rest of the service go first: a request makes several queries one after another, and
-   * a sandbox query taking the one connection between two of them would hold the request up for a
-   * whole sandbox query. So each sandbox query waits until the connection has been free of other
-   * work for a moment (never more than two seconds, so sandbox queries cannot be starved).
-   */
-  private async yieldToOtherWork(): Promise<void> {
-    const pool = (this.knex.client as unknown as { pool?: { numPendingAcquires(): number; numUsed(): number } }).pool;
-    if (!pool) return;
-    const deadline = Date.now() + 2_000;
-    let quietSince = Date.now();
-    while (Date.now() < deadline) {
-      if (pool.numPendingAcquires() > 0 || pool.numUsed() > 0) quietSince = Date.now();
-      else if (Date.now() - quietSince >= 50) return;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-
-  private async runNow(q: SandboxStatement): Promise<SandboxRows> {
-    await this.yieldToOtherWork();
-    const client = (await this.knex.client.acquireConnection()) as pg.Client;
-    let open = false;
-    try {
-      const text = wrapStatement(q.statement);
-      const values = [q.appId, ...q.params];
-      const result = await this.host.withTimeCap(q.timeoutMs, async () => {
-        await client.query('BEGIN TRANSACTION READ ONLY');
-        open = true;
-        await client.query(PLAN_FOR_ALL_ROWS);
-        const plan = await client.query({ text: `EXPLAIN (FORMAT JSON) ${text}`, values });
-        const cost = Number(
-          (plan.rows[0]?.['QUERY PLAN'] as { Plan?: { 'Total Cost'?: number } }[])?.[0]?.Plan?.['Total Cost'],
-        );
-        if (!(cost <= EMBEDDED_MAX_COST)) throw new QueryTooExpensive(Math.round(cost));
-        const result = await readCapped(client, text, values, q.rowCap, q.byteCap);
-        if (!result.broken) {
-          await client.query('ROLLBACK');
-          open = false;
-          await client.query('RESET ALL');
-        }
-        return result;
-      });
-      // The connection was cut under a result far over the byte cap, but the worker is still
-      // producing it and cannot be interrupted: start it afresh.
-      if (result.broken) await this.host.restart('a sandbox result ran far over its byte cap');
-      return result;
-    } catch (err) {
-      if (err instanceof TimeCapExceeded) throw new SandboxTimeout(q.timeoutMs);
-      if (open) await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      await this.knex.client.releaseConnection(client);
-    }
-  }
-
-  async close(): Promise<void> {}
-}
-
-export function postgresSandbox(
-  knex: Knex,
-  databaseUrl: string,
-  sandboxUrl: string | undefined,
-  logger?: Logger,
-): SandboxDatabase {
-  return new PostgresSandbox(knex, databaseUrl, sandboxUrl, logger);
-}
-
-export function embeddedSandbox(knex: Knex, host: EmbeddedHost): SandboxDatabase {
-  return new EmbeddedSandbox(knex, host);
 }

@@ -1550,7 +1550,7 @@ export type ErasedCounts = {
  * | `NOT_FOUND` | 404 | The referenced app, user, audience, campaign, delivery or key does not exist, or the credential may not see it. |
  * | `CONFLICT` | 409 | The change clashes with existing state (id already taken, campaign already sent, ...). |
  * | `PAYLOAD_TOO_LARGE` | 413 | The request body is over 1 MB. |
- * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests, or too many failed authentications from one address: `details: {limit, window, retry_after}`. Too many SQL queries of one key at once: `details: {reason: "concurrency", running, waiting, retry_after}`. Every 429 has a `Retry-After` header saying when to retry; `X-RateLimit-*` headers describe the per-minute request limit and appear on a 429 only when that limit refused it. |
+ * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests, too many failed authentications from one address, or too many SQL queries at once. `details: {limit, window, retry_after}` for rate limits; for the SQL sandbox `details: {reason, retry_after}` (with `running` and `waiting` for the first two reasons), where `reason` is `concurrency` (this key's queries), `organization` (all the organization's queries) or `cooldown` (embedded database: one of the organization's queries ran into the time limit). Every 429 has a `Retry-After` header saying when to retry; `X-RateLimit-*` headers describe the per-minute request limit and appear on a 429 only when that limit refused it. |
  * | `INTERNAL_ERROR` | 500 | An unexpected failure on the server. |
  * | `NOT_IMPLEMENTED` | 501 | The operation is declared but not available in this build yet. |
  * | `PROVIDER_ERROR` | 502 | The push provider refused for good (a failure it may recover from is retried in the background instead). `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. |
@@ -3874,7 +3874,7 @@ export type AdminAppsListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -3927,7 +3927,7 @@ export type AdminAppsCreateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -3981,7 +3981,7 @@ export type AdminAppsGetErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4039,7 +4039,7 @@ export type AdminAppsUpdateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4102,7 +4102,7 @@ export type AdminPrivacyAuditErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4156,7 +4156,7 @@ export type AdminCampaignsListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4214,7 +4214,7 @@ export type AdminCampaignsCreateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4268,7 +4268,7 @@ export type AdminIdentitySecretsListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4330,7 +4330,7 @@ export type AdminIdentitySecretsGenerateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4388,7 +4388,7 @@ export type AdminIdentitySecretsRemoveErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4442,7 +4442,7 @@ export type AdminKeysListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4500,7 +4500,7 @@ export type AdminKeysCreateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4554,7 +4554,7 @@ export type AdminPushGetErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4612,7 +4612,7 @@ export type AdminPushConfigureErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4670,7 +4670,7 @@ export type AdminDemoSeedErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4728,7 +4728,7 @@ export type AdminPrivacyEraseUserErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4786,7 +4786,7 @@ export type AdminPrivacyExportUserErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4840,7 +4840,7 @@ export type AdminVersionsListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4898,7 +4898,7 @@ export type AdminVersionsAddErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -4952,7 +4952,7 @@ export type AdminCampaignsGetErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5010,7 +5010,7 @@ export type AdminCampaignsPauseErrors = {
      */
     409: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5068,7 +5068,7 @@ export type AdminCampaignsResumeErrors = {
      */
     409: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5122,7 +5122,7 @@ export type AdminKeysRevokeErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5167,7 +5167,7 @@ export type AdminOrganizationsListErrors = {
      */
     401: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5216,7 +5216,7 @@ export type AdminOrganizationsCreateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5270,7 +5270,7 @@ export type AdminOrganizationsGetErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5328,7 +5328,7 @@ export type AdminOrganizationsUpdateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5377,7 +5377,7 @@ export type McpInfoErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5447,7 +5447,7 @@ export type McpEngagementErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5522,7 +5522,7 @@ export type McpEventAnalyticsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5597,7 +5597,7 @@ export type McpFunnelsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5646,7 +5646,7 @@ export type McpAuthErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5695,7 +5695,7 @@ export type McpDocsErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5777,7 +5777,7 @@ export type McpEventsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5826,7 +5826,7 @@ export type McpResourcesErrors = {
      */
     403: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5884,7 +5884,7 @@ export type McpGetAppErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -5942,7 +5942,7 @@ export type McpAppVersionsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6000,7 +6000,7 @@ export type McpListAudiencesErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6058,7 +6058,7 @@ export type McpGetAudienceErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6124,7 +6124,7 @@ export type McpListCampaignsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6182,7 +6182,7 @@ export type McpGetCampaignErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6245,7 +6245,7 @@ export type McpGetUserErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6315,7 +6315,7 @@ export type AnalyticsMetricsErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6368,7 +6368,7 @@ export type AnalyticsQueryErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6430,7 +6430,7 @@ export type AudiencesListErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6483,7 +6483,7 @@ export type AudiencesCreateErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6532,7 +6532,7 @@ export type EventsTrackErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6581,7 +6581,7 @@ export type EventsTrackBatchErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6635,7 +6635,7 @@ export type PushCampaignStatusErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6725,7 +6725,7 @@ export type PushSendErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6778,7 +6778,7 @@ export type UsersUpsertErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6835,7 +6835,7 @@ export type UsersCreateAliasErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6892,7 +6892,7 @@ export type UsersReplaceIdErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -6946,7 +6946,7 @@ export type UsersEraseErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -7000,7 +7000,7 @@ export type UsersExportErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -7054,7 +7054,7 @@ export type WebsiteConfigErrors = {
      */
     404: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -7107,7 +7107,7 @@ export type WebsiteTrackEventErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -7160,7 +7160,7 @@ export type WebsiteIdentifyErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -7213,7 +7213,7 @@ export type WebsiteSubscribePushErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -7266,7 +7266,7 @@ export type WebsiteUpsertUserErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
@@ -7319,7 +7319,7 @@ export type WebsiteLogVisitErrors = {
      */
     413: ErrorResponse;
     /**
-     * The rate limit of this endpoint class was reached, or too many failed authentications came from this address (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
      */
     429: ErrorResponse;
     /**
