@@ -21,6 +21,7 @@ import { memoiseRouteCompilation } from './http/route-cache.js';
 import { sdkRouter } from './http/sdk.js';
 import { websiteGate } from './http/website-gate.js';
 import { createLlm } from './llm/index.js';
+import { McpTalkBack } from './mcp/talk-back.js';
 import type { ServiceContext } from './services/context.js';
 import type { Database } from './storage/db.js';
 import type { EventWriter } from './storage/event-writer.js';
@@ -33,6 +34,8 @@ export interface AppDeps {
   ingestor: EventWriter;
   /** Wakes the delivery worker for a push retry (server.ts); without it, its minute schedule does. */
   wakeDeliveries?: (at: Date) => void;
+  /** Where MCP calls waiting on a client's answer are found (server.ts owns and closes it). */
+  mcpTalkBack?: McpTalkBack;
 }
 
 export function createApp(deps: AppDeps): Express {
@@ -60,7 +63,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(opsRouter(database, yaml, doc));
   app.use(mcpOriginGuard(config)); // foreign web origins and, on loopback, foreign host names: 403 on /mcp
   app.use(mcpBearerKey); // the MCP key may come as Authorization: Bearer
-  app.use(mcpJsonRpcRouter(ctx));
+  app.use(mcpJsonRpcRouter(ctx, deps.mcpTalkBack ?? new McpTalkBack(undefined, logger)));
   app.use(sdkRouter(config, logger));
   app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
   app.use(websiteGate(ctx)); // CORS and rate limits of /v1/website/*, before validation

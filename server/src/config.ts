@@ -186,6 +186,7 @@ const envSchema = z.object({
   CAMPAIGN_WORKERS: z.enum(['on', 'off']).default('on'),
   PUSH_PENDING_STALE_SECONDS: z.coerce.number().int().positive().max(86_400).default(120),
   MCP_CAMPAIGN_LEAD_MINUTES: z.coerce.number().int().min(1).max(10_080).default(15),
+  MCP_CONFIRMATION_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(45),
   MCP_ALLOWED_ORIGINS: originsSchema,
 });
 
@@ -228,6 +229,8 @@ export interface Config {
   readonly pushPendingStaleMs: number;
   /** The least time between an MCP campaign's creation and its first send, so that a person can review or pause it. */
   readonly mcpCampaignLeadMinutes: number;
+  /** How long a person at an AI client has to answer a confirmation (below clients' usual 60-second request timeout). */
+  readonly mcpConfirmationTimeoutMs: number;
   /** Web origins besides Tally's own that may call `/mcp` (browser-based MCP clients, proxies). */
   readonly mcpAllowedOrigins: readonly string[];
   /** Validate responses against the contract and fail on drift (tests); otherwise drift is logged. */
@@ -267,6 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     campaignWorkers: e.CAMPAIGN_WORKERS === 'on',
     pushPendingStaleMs: e.PUSH_PENDING_STALE_SECONDS * 1000,
     mcpCampaignLeadMinutes: e.MCP_CAMPAIGN_LEAD_MINUTES,
+    mcpConfirmationTimeoutMs: e.MCP_CONFIRMATION_TIMEOUT_SECONDS * 1000,
     mcpAllowedOrigins: e.MCP_ALLOWED_ORIGINS,
     strictResponses: e.NODE_ENV === 'test',
   });

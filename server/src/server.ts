@@ -10,6 +10,7 @@ import { closeRateLimits } from './http/rate-limit.js';
 import { CAMPAIGN_TRIGGERS, jobDefinitions, PUSH_SWEEP, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
 import { JobRunner } from './jobs/runner.js';
 import { createLlm } from './llm/index.js';
+import { McpTalkBack } from './mcp/talk-back.js';
 import { bootstrapIfEmpty, type Credentials, writeCredentials } from './services/bootstrap.js';
 import { mayTrigger } from './services/campaign-triggers.js';
 import { registerCampaignErasure } from './services/campaigns.js';
@@ -106,7 +107,8 @@ export async function startServer(
   await jobs.start(jobDefinitions(database, clock, logger, engine).filter((job) => keep(job.name)));
   // The embedded database keeps no statistics of its own: gather them once at start.
   if (database.kind === 'pglite' && keep(REFRESH_SANDBOX_STATISTICS)) await jobs.runNow(REFRESH_SANDBOX_STATISTICS);
-  const app = createApp({ config, database, logger, clock, ingestor, wakeDeliveries });
+  const mcpTalkBack = new McpTalkBack(config.redisUrl, logger);
+  const app = createApp({ config, database, logger, clock, ingestor, wakeDeliveries, mcpTalkBack });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
@@ -131,6 +133,7 @@ export async function startServer(
       await ingestor.idle();
       await jobs.stop();
       await closeRateLimits(config);
+      await mcpTalkBack.close();
       if (!options.database) await database.close();
     },
   };

@@ -7,6 +7,7 @@
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import { settleRetryHeaders, toAppError } from '../errors.js';
 import { jsonRpcError, serveMcp } from '../mcp/http.js';
+import type { McpTalkBack } from '../mcp/talk-back.js';
 import type { ServiceContext } from '../services/context.js';
 import { authenticateMcp, type McpPrincipal } from '../services/keys.js';
 import { checkCredential } from './auth.js';
@@ -24,7 +25,7 @@ export function isJsonRpcRequest(req: Request): boolean {
   return req.method === 'GET' && (req.header('accept') ?? '').includes('text/event-stream');
 }
 
-export function mcpJsonRpcRouter(ctx: ServiceContext): Router {
+export function mcpJsonRpcRouter(ctx: ServiceContext, talkBack: McpTalkBack): Router {
   const { db, config } = ctx;
   const router = Router();
   router.all('/mcp', async (req: Request, res: Response, next: NextFunction) => {
@@ -56,7 +57,7 @@ export function mcpJsonRpcRouter(ctx: ServiceContext): Router {
       return;
     }
     try {
-      await serveMcp(ctx, principal!, req, res);
+      await serveMcp(ctx, talkBack, principal!, req, res);
     } catch (err) {
       const error = toAppError(err, req);
       if (error.status >= 500) requestContext(res).log.error({ err }, 'MCP call failed');

@@ -9,7 +9,7 @@ import { resourceIndex } from '../services/app-resources.js';
 import { campaignsOf } from '../services/campaigns.js';
 import { appLexicon } from '../services/language.js';
 import type { AppRow } from '../storage/tenancy.js';
-import type { ToolCall } from './tool.js';
+import type { ToolBinding } from './tool.js';
 
 /** The most values one answer carries (the protocol's limit). */
 const MAX_VALUES = 100;
@@ -42,7 +42,7 @@ function lastOfList(complete: Completer): Completer {
   };
 }
 
-function sources({ ctx, principal }: ToolCall) {
+function sources({ ctx, principal }: ToolBinding) {
   const index = () => resourceIndex(ctx, principal.organizationId);
   /** The app the other arguments name (when it is the organization's), else every app of the organization. */
   const appsInScope = async (context: Record<string, string>): Promise<AppRow[]> => {
@@ -77,7 +77,7 @@ function sources({ ctx, principal }: ToolCall) {
 }
 
 /** Registers the completion/complete handler (the `completions` capability). */
-export function handleCompletions(server: McpServer, call: ToolCall): void {
+export function handleCompletions(server: McpServer, call: ToolBinding): void {
   const s = sources(call);
   // Maps, not objects: names come from the client ("constructor" is not one of our prompts).
   const prompts = new Map<string, Map<string, Completer>>([

@@ -1,23 +1,30 @@
 // The HTTP side of MCP v2 (Streamable HTTP, protocol 2025-11-25), after the origin and the key
 // are checked:
-//  - POST initialize opens a session, stored in the database (sessions.ts: 50 per key, the least
-//    recently used idle one evicted at the cap, 429 with Retry-After when none is idle), and
-//    answers with its id in the result (`transport.sessionId`) and in the Mcp-Session-Id and
-//    X-MCP-Session-Id headers;
+//  - POST initialize opens a session, stored in the database with what the client declared
+//    (sessions.ts: 50 per key, the least recently used idle one evicted at the cap, 429 with
+//    Retry-After when none is idle), and answers with its id in the result (`transport.sessionId`)
+//    and in the Mcp-Session-Id and X-MCP-Session-Id headers;
 //  - any other POST needs an open session of the same key in either header (400 without one,
 //    404 for an unknown, expired or evicted one);
-//  - GET with Accept: text/event-stream is 405 (no server-initiated stream is offered);
+//  - a POST of answers to requests Tally sent (a person's confirmation) is handed to the call
+//    waiting for it, on this instance or, through Redis, on another (talk-back.ts), and gets 202;
+//  - a POST with a tools/call answers as a stream (SSE), so that log messages and confirmation
+//    requests reach the client while the tool runs; other POSTs answer plain JSON;
+//  - GET with Accept: text/event-stream is 405 (no stream outside a request is offered);
 //  - DELETE closes the session.
-// Each request runs on a fresh server and a stateless SDK transport, so a session opened on one
-// instance is served by any other (the session record is the only state).
+// Each request runs on a fresh server, told what the client declared at initialize (client-hello.ts),
+// so a session opened on one instance is served by any other (the session record is the only state).
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import express, { type Request, type Response } from 'express';
 import { AppError, settleRetryHeaders } from '../errors.js';
 import { inputViolations } from '../input-rules.js';
 import type { ServiceContext } from '../services/context.js';
 import type { McpPrincipal } from '../services/keys.js';
+import { replayInitialize } from './client-hello.js';
+import { RoutedTransport } from './routed-transport.js';
 import { createMcpServer } from './server.js';
-import { closeSession, openSession, resumeSession, type SessionState } from './sessions.js';
+import { type ClientHello, closeSession, openSession, resumeSession, type SessionState } from './sessions.js';
+import { isClientAnswer, type McpTalkBack } from './talk-back.js';
 
 const parseJson = express.json({ limit: '1mb', type: () => true });
 
@@ -35,8 +42,17 @@ function setSessionHeaders(res: Response, id: string): void {
   res.setHeader('Access-Control-Expose-Headers', 'Mcp-Session-Id, X-MCP-Session-Id');
 }
 
+const NO_SESSION = 'Call initialize first, then send its session id in the Mcp-Session-Id header.';
+const SESSION_GONE = 'Session not found: it was closed, expired or replaced by a newer one. Call initialize again.';
+
 /** Serves one JSON-RPC request of an authenticated MCP key. */
-export async function serveMcp(ctx: ServiceContext, principal: McpPrincipal, req: Request, res: Response) {
+export async function serveMcp(
+  ctx: ServiceContext,
+  talkBack: McpTalkBack,
+  principal: McpPrincipal,
+  req: Request,
+  res: Response,
+) {
   if (req.method === 'GET') {
     res.setHeader('Allow', 'POST, DELETE');
     return jsonRpcError(res, 405, -32000, 'This server offers no server-initiated stream; send requests with POST.');
@@ -59,20 +75,22 @@ export async function serveMcp(ctx: ServiceContext, principal: McpPrincipal, req
       errors: violations,
     });
   }
-  const messages = Array.isArray(body) ? body : [body];
+  const all = Array.isArray(body) ? body : [body];
+  const answers = all.filter(isClientAnswer);
+  const messages = all.filter((m) => !isClientAnswer(m));
   const initialize = messages.find((m) => (m as { method?: unknown })?.method === 'initialize') as
     | { params?: { protocolVersion?: string; capabilities?: object; clientInfo?: object } }
     | undefined;
 
   let session: SessionState;
   if (initialize) {
+    const client: ClientHello = {
+      protocolVersion: String(initialize.params?.protocolVersion ?? ''),
+      capabilities: { ...(initialize.params?.capabilities ?? {}) },
+      clientInfo: { ...(initialize.params?.clientInfo ?? {}) },
+    };
     try {
-      const id = await openSession(ctx, principal, {
-        protocolVersion: String(initialize.params?.protocolVersion ?? ''),
-        capabilities: { ...(initialize.params?.capabilities ?? {}) },
-        clientInfo: { ...(initialize.params?.clientInfo ?? {}) },
-      });
-      session = { id, logLevel: null };
+      session = { id: await openSession(ctx, principal, client), logLevel: null, client };
     } catch (err) {
       if (err instanceof AppError && err.status === 429) {
         settleRetryHeaders(res, err);
@@ -82,32 +100,31 @@ export async function serveMcp(ctx: ServiceContext, principal: McpPrincipal, req
     }
   } else {
     const id = sessionHeader(req);
-    if (!id) {
-      return jsonRpcError(
-        res,
-        400,
-        -32000,
-        'Call initialize first, then send its session id in the Mcp-Session-Id header.',
-      );
-    }
+    if (!id) return jsonRpcError(res, 400, -32000, NO_SESSION);
     const resumed = await resumeSession(ctx, principal, id);
-    if (!resumed) {
-      return jsonRpcError(
-        res,
-        404,
-        -32001,
-        'Session not found: it was closed, expired or replaced by a newer one. Call initialize again.',
-      );
-    }
+    if (!resumed) return jsonRpcError(res, 404, -32001, SESSION_GONE);
     session = resumed;
+  }
+  for (const answer of answers) {
+    if (!(await talkBack.answer(session.id, answer))) {
+      ctx.logger.info({ session: session.id, id: answer.id }, 'MCP answer for a request no instance is waiting on');
+    }
+  }
+  if (messages.length === 0) {
+    setSessionHeaders(res, session.id);
+    res.status(202).end();
+    return;
   }
   setSessionHeaders(res, session.id);
   const server = createMcpServer(ctx, principal, session, Boolean(initialize));
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  if (!initialize) await replayInitialize(server, session.client);
+  const streams = messages.some((m) => (m as { method?: unknown })?.method === 'tools/call');
+  const http = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams });
+  const transport = new RoutedTransport(http, talkBack, session.id);
   res.on('close', () => {
     void transport.close();
     void server.close();
   });
   await server.connect(transport);
-  await transport.handleRequest(req, res, body);
+  await http.handleRequest(req, res, Array.isArray(body) ? messages : messages[0]);
 }

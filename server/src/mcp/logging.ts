@@ -1,7 +1,7 @@
 // Logging to the client (MCP `logging` capability): logging/setLevel stores the level the client
 // wants with its session, so every request and every instance reads it back from there with the
 // session. `isLogged` is the gate for messages sent to the client: nothing below that level, and
-// everything until the client sets one (as the SDK does).
+// `info` and above until the client sets one (tools send the SQL they ran at `debug`).
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
   ErrorCode,
@@ -18,9 +18,12 @@ import { parseLogLevel, type SessionState, setLogLevel } from './sessions.js';
 /** The levels from least to most severe (RFC 5424 names, as the protocol uses them). */
 export const LOG_LEVELS: readonly LoggingLevel[] = LoggingLevelSchema.options;
 
-/** Whether a message of `level` reaches a client that asked for `threshold` (null: everything). */
+/** The level a session gets until its client sets one: what a call did (info) and worse, not the SQL it ran (debug). */
+export const DEFAULT_LOG_LEVEL: LoggingLevel = 'info';
+
+/** Whether a message of `level` reaches a client that asked for `threshold` (null: the default level). */
 export function isLogged(threshold: LoggingLevel | null, level: LoggingLevel): boolean {
-  return threshold === null || LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(threshold);
+  return LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(threshold ?? DEFAULT_LOG_LEVEL);
 }
 
 /** setLevel with any `level`, so that an unknown one is refused here as invalid params (-32602). */

@@ -12,7 +12,7 @@ import { campaignDetail } from '../services/campaign-views.js';
 import { campaignsOf, organizationCampaign } from '../services/campaigns.js';
 import { eventDictionary } from '../services/event-dictionary.js';
 import { appView, audienceView } from '../services/mcp-views.js';
-import type { ToolCall } from './tool.js';
+import type { ToolBinding } from './tool.js';
 
 const json = (uri: URL, data: unknown) => ({
   contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(data, null, 2) }],
@@ -30,7 +30,7 @@ async function guarded<T>(uri: URL, read: () => Promise<T>): Promise<T> {
   }
 }
 
-export function registerResources(server: McpServer, { ctx, principal }: ToolCall): void {
+export function registerResources(server: McpServer, { ctx, principal }: ToolBinding): void {
   const organizationId = principal.organizationId;
   const index = () => resourceIndex(ctx, organizationId);
   const appOf = (id: unknown) => appForMcpKey(ctx.db, principal, String(id));

@@ -45,7 +45,7 @@ export function createMcpServer(
     { name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION },
     { capabilities: CAPABILITIES, instructions: INSTRUCTIONS },
   );
-  for (const tool of TOOLS) registerTool(server, tool, { ctx, principal });
+  for (const tool of TOOLS) registerTool(server, tool, { ctx, principal, session });
   registerPrompts(server);
   registerResources(server, { ctx, principal });
   handleCompletions(server, { ctx, principal });

@@ -73,6 +73,8 @@ export interface SessionState {
   id: string;
   /** The logging level the client asked for (logging/setLevel), or null when it never did. */
   logLevel: LoggingLevel | null;
+  /** What the client declared at initialize (its capabilities say whether it can be asked to confirm). */
+  client: ClientHello;
 }
 
 export function parseLogLevel(value: unknown): LoggingLevel | null {
@@ -92,7 +94,16 @@ export async function resumeSession(
   if (!SESSION_ID.test(id)) return undefined;
   const now = ctx.clock();
   const row = await touchSession(ctx.db, principal.keyId, id, new Date(now.getTime() - SESSION_IDLE_MS), now);
-  return row ? { id: row.id, logLevel: parseLogLevel(row.log_level) } : undefined;
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    logLevel: parseLogLevel(row.log_level),
+    client: {
+      protocolVersion: row.protocol_version,
+      capabilities: row.client_capabilities ?? {},
+      clientInfo: row.client_info ?? {},
+    },
+  };
 }
 
 /** Stores the logging level the session's client asked for; false when the session is gone. */

@@ -10,10 +10,22 @@ import { z } from 'zod';
 import { AppError } from '../errors.js';
 import type { ServiceContext } from '../services/context.js';
 import type { McpPrincipal } from '../services/keys.js';
+import type { SessionState } from './sessions.js';
+import { SILENT, type ToolTalk, toolTalk } from './tool-talk.js';
 
+/** What a tool's handler is given besides its arguments. */
 export interface ToolCall {
   ctx: ServiceContext;
   principal: McpPrincipal;
+  /** Log messages and confirmations for the client, during this call. */
+  talk: ToolTalk;
+}
+
+/** What registerTool binds a tool to: the server's services, the caller's key and its session. */
+export interface ToolBinding {
+  ctx: ServiceContext;
+  principal: McpPrincipal;
+  session?: SessionState;
 }
 
 export interface ToolAnnotations {
@@ -79,7 +91,7 @@ export function permissionError(principal: McpPrincipal, permission: 'read' | 'w
   });
 }
 
-export function registerTool(server: McpServer, tool: ToolDefinition, call: ToolCall): void {
+export function registerTool(server: McpServer, tool: ToolDefinition, binding: ToolBinding): void {
   server.registerTool(
     tool.name,
     {
@@ -89,7 +101,12 @@ export function registerTool(server: McpServer, tool: ToolDefinition, call: Tool
       outputSchema: tool.output,
       annotations: { title: tool.title, ...tool.annotations },
     },
-    async (args: Record<string, unknown>) => {
+    async (args: Record<string, unknown>, extra) => {
+      const { ctx, principal, session } = binding;
+      const talk = extra
+        ? toolTalk(server, session, extra, { logger: ctx.logger, timeoutMs: ctx.config.mcpConfirmationTimeoutMs })
+        : SILENT;
+      const call: ToolCall = { ctx, principal, talk };
       if (tool.writes && !call.principal.permissions.includes('write')) {
         return toolError(permissionError(call.principal, 'write'));
       }

@@ -22,6 +22,12 @@ export function targetUsers(db: Knex, appId: string, externalIds?: string[]): Pr
   return q;
 }
 
+/** How many users of the app may receive campaign pushes (a campaign without an audience reaches them). */
+export async function countTargetUsers(db: Knex, appId: string): Promise<number> {
+  const [row] = await db('users').where({ app_id: appId }).whereRaw(notOptedOut).count<{ n: string }[]>({ n: '*' });
+  return Number(row?.n ?? 0);
+}
+
 /** Users of the app by internal id who may receive campaign pushes. */
 export const targetUsersById = (db: Knex, appId: string, ids: string[]): Promise<TargetUser[]> =>
   db('users').where({ app_id: appId }).whereIn('id', ids).whereRaw(notOptedOut).select(TARGET_COLUMNS);

@@ -1545,6 +1545,7 @@ export type ErasedCounts = {
  * | `INSUFFICIENT_PERMISSIONS` | 403 | The MCP key lacks a permission. `details: {required_permission, current_permissions}`. |
  * | `ORIGIN_NOT_ALLOWED` | 403 | A website request came from an origin the app does not allow (or carried neither `Origin` nor `Referer`); or an `/mcp` request came from a web origin that is not Tally's own nor in `MCP_ALLOWED_ORIGINS`, or, on a server listening on loopback, was addressed to a host name that is not a loopback name. `details: {reason: "origin" or "host", origin or host}` on `/mcp`. |
  * | `ADVANCED_SIGNALS_NOT_ALLOWED` | 403 | A visit carried `advanced_signals` but the app is not in attested advanced mode. |
+ * | `CONFIRMATION_DECLINED` | 403 | MCP only: the person at the AI client declined, cancelled or did not answer the confirmation Tally asked for (a push campaign); nothing was created. |
  * | `MCP_CAMPAIGNS_DISABLED` | 403 | The app does not let AI clients create push campaigns through MCP (its `mcp_campaigns` setting is off). |
  * | `IDENTITY_NOT_VERIFIED` | 403 | A website call named a user without a valid `user_hash`: its `user_hash` is wrong, or the user (or the visitor id) was created through the REST API and needs one. |
  * | `NOT_FOUND` | 404 | The referenced app, user, audience, campaign, delivery or key does not exist, or the credential may not see it. |
@@ -1556,7 +1557,7 @@ export type ErasedCounts = {
  * | `PROVIDER_ERROR` | 502 | The push provider refused for good (a failure it may recover from is retried in the background instead). `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. |
  * | `SERVICE_UNAVAILABLE` | 503 | The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached. Retry after the seconds in `Retry-After`. |
  */
-export type ErrorCode = string | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'IDENTITY_NOT_VERIFIED' | 'MCP_CAMPAIGNS_DISABLED' | 'NOT_FOUND' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR' | 'SERVICE_UNAVAILABLE';
+export type ErrorCode = string | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'IDENTITY_NOT_VERIFIED' | 'MCP_CAMPAIGNS_DISABLED' | 'CONFIRMATION_DECLINED' | 'NOT_FOUND' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR' | 'SERVICE_UNAVAILABLE';
 
 /**
  * The body of every error response, on every surface.

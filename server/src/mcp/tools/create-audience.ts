@@ -34,12 +34,17 @@ export const createAudience = defineTool({
   },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   writes: true,
-  async run(args, { ctx, principal }) {
+  async run(args, { ctx, principal, talk }) {
     const app = await appForMcpKey(ctx.db, principal, args.app_id);
     const created = await create(ctx, app.id, {
       name: args.name,
       description: args.description,
       criteria: args.description,
+    });
+    await talk.log('info', `The audience has ${created.userCount} users now.`, {
+      audience_id: created.audience.id,
+      user_count: created.userCount,
+      query_method: created.queryMethod,
     });
     return {
       audience_id: created.audience.id,

@@ -1,12 +1,23 @@
 // create_push_campaign: a push campaign through the same service as the admin API and the CLI,
 // under the rules for campaigns a model starts (services/campaign-mcp-rules.ts): never at once,
 // never sooner than the lead time, never more often than hourly, only where the app allows it,
-// and recorded with the MCP key that created it.
+// and recorded with the MCP key that created it. When the client can ask its person (elicitation),
+// the campaign is planned without storing anything, shown to the person, and made only on accept.
 import { z } from 'zod';
+import { AppError } from '../../errors.js';
 import { appForMcpKey } from '../../services/access.js';
-import { createCampaign, createdCampaignView } from '../../services/campaigns.js';
+import { previewCampaign } from '../../services/campaign-preview.js';
+import { commitCampaign, createdCampaignView, planCampaign } from '../../services/campaigns.js';
 import { appIdArgument, defineTool, textOrNull } from '../tool.js';
+import type { Confirmation } from '../tool-talk.js';
+import { CONFIRMATION_SCHEMA, confirmationMessage } from './campaign-confirmation.js';
 import { campaignCreator } from './campaign-schemas.js';
+
+const NOT_CONFIRMED: Record<Exclude<Confirmation, 'accept'>, string> = {
+  decline: 'The person declined the campaign',
+  cancel: 'The person dismissed the confirmation',
+  timeout: 'The person did not answer the confirmation in time',
+};
 
 export const createPushCampaign = defineTool({
   name: 'create_push_campaign',
@@ -26,7 +37,9 @@ export const createPushCampaign = defineTool({
     '`prompt` the text is written from for each send. Target an existing audience_id, or describe the audience in ' +
     'audience_prompt to create one; without either, every user of the app is targeted. Users who set push_opt_out, ' +
     "the app's daily cap per user and its quiet hours are always respected. The campaign is returned with status " +
-    'scheduled and records the MCP key that created it.',
+    'scheduled and records the MCP key that created it. When the client supports elicitation, the person is shown ' +
+    'what would be sent, to how many users and when, and nothing is created unless they accept ' +
+    '(CONFIRMATION_DECLINED otherwise).',
   input: {
     app_id: appIdArgument,
     name: z.string().min(1).max(255).describe('Internal name of the campaign.'),
@@ -87,10 +100,24 @@ export const createPushCampaign = defineTool({
   },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   writes: true,
-  async run({ app_id, ...input }, { ctx, principal }) {
+  async run({ app_id, ...input }, { ctx, principal, talk }) {
     const app = await appForMcpKey(ctx.db, principal, app_id);
     const creator = { kind: 'mcp' as const, key_id: principal.keyId, key_name: principal.keyName };
-    return createdCampaignView(await createCampaign(ctx, app, input, creator));
+    const plan = await planCampaign(ctx, app, input, creator);
+    const preview = await previewCampaign(ctx, plan);
+    await talk.log('info', `The campaign would reach ${preview.reach} users now.`, { audience_size: preview.reach });
+    if (talk.canConfirm) {
+      const answer = await talk.confirm(confirmationMessage(plan, preview), CONFIRMATION_SCHEMA);
+      if (answer !== 'accept') {
+        throw new AppError(
+          403,
+          'CONFIRMATION_DECLINED',
+          `${NOT_CONFIRMED[answer]}: nothing was created. Ask the person before trying again.`,
+          { action: answer },
+        );
+      }
+    }
+    return createdCampaignView(await commitCampaign(ctx, plan));
   },
   summary: (r) => `Campaign ${r.campaign_id} created (status ${r.status}, first send ${r.scheduled_at ?? 'at once'}).`,
 });

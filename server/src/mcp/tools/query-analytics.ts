@@ -34,9 +34,16 @@ export const queryAnalytics = defineTool({
   },
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   writes: false,
-  async run(args, { ctx, principal }) {
+  async run(args, { ctx, principal, talk }) {
     const app = await appForMcpKey(ctx.db, principal, args.app_id);
-    return (await answer(ctx, app, args.query, principal.keyId)).body;
+    const { body } = await answer(ctx, app, args.query, principal.keyId);
+    await talk.log('debug', 'The SQL that answered the question.', { sql: body.sql, query_method: body.query_method });
+    await talk.log('info', `The query ran in the SQL sandbox in ${body.query_time_ms} ms.`, {
+      query_time_ms: body.query_time_ms,
+      rows_returned: body.rows_returned,
+      truncated: body.truncated,
+    });
+    return body;
   },
   summary: (r) =>
     `${r.rows_returned} row${r.rows_returned === 1 ? '' : 's'} (${r.query_method})${r.truncated ? ', truncated at the cap' : ''}.`,
