@@ -49,6 +49,9 @@ export async function startDemoApp(file: CaseFile, env: Record<string, string> =
     DATA_DIR: '/nonexistent-tally-nl-test',
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     EMBEDDED_QUERY_TIMEOUT_MS: '15000', // busy shared machines: see helpers/server.ts
+    // This server's clock is fixed: it must never take the campaign runs of the one campaign test
+    // server that shares the PostgreSQL job queue (see helpers/server.ts).
+    CAMPAIGN_WORKERS: 'off',
     ...env,
   });
   const fixed = new Date(file.clock);
