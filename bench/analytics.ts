@@ -8,13 +8,13 @@ import knexModule from 'knex';
 import { computeMetric, type MetricName } from '../server/src/analytics/metrics.js';
 import { answerQuery } from '../server/src/analytics/query.js';
 import { loadConfig } from '../server/src/config.js';
+import type { ServiceContext } from '../server/src/context.js';
 import { uuidv7 } from '../server/src/ids.js';
 import { createLogger } from '../server/src/logger.js';
-import type { ServiceContext } from '../server/src/services/context.js';
-import { seedDemo } from '../server/src/services/demo.js';
 import { openDatabase } from '../server/src/storage/db.js';
 import { EventWriter } from '../server/src/storage/event-writer.js';
 import { insertApp, insertOrganization } from '../server/src/storage/tenancy.js';
+import { seedDemo } from '../server/src/tracking/demo.js';
 
 const METRICS: MetricName[] = ['dau', 'mau', 'retention', 'revenue', 'arpu', 'conversion', 'churn'];
 const QUESTIONS = [

@@ -5,6 +5,7 @@
 //   npm run bench -- nl
 import fs from 'node:fs';
 import { loadConfig } from '../server/src/config.js';
+import type { ServiceContext } from '../server/src/context.js';
 import { uuidv7 } from '../server/src/ids.js';
 import {
   type Clock,
@@ -13,14 +14,13 @@ import {
   understandCriteria,
   understandQuestion,
 } from '../server/src/language/index.js';
+import { type CompileContext, compileQuery, compileSegmentCount } from '../server/src/language/queries/compile.js';
+import { loadLexiconData } from '../server/src/language/queries/lexicon.js';
 import { createLogger } from '../server/src/logger.js';
-import type { ServiceContext } from '../server/src/services/context.js';
-import { seedDemo } from '../server/src/services/demo.js';
 import { openDatabase } from '../server/src/storage/db.js';
 import { EventWriter } from '../server/src/storage/event-writer.js';
-import { type CompileContext, compileQuery, compileSegmentCount } from '../server/src/storage/language-sql.js';
-import { loadLexiconData } from '../server/src/storage/lexicon.js';
 import { insertApp, insertOrganization } from '../server/src/storage/tenancy.js';
+import { seedDemo } from '../server/src/tracking/demo.js';
 
 const ROUNDS = Number(process.env.BENCH_RUNS ?? 20);
 

@@ -1,11 +1,13 @@
-// Fails when database access or SQL text appears in server/src outside server/src/storage/, the
-// one folder where queries live (DESIGN.md §2), so that tenant scoping can be reviewed there.
+// Fails when database access or SQL text appears in server/src outside the files fenced for it:
+// server/src/storage/ (the database handle, migrations and the shared tables) and the queries/
+// folder of each wing (server/src/<wing>/queries/, server/src/engagement/push/queries/), so that
+// tenant scoping can be reviewed there (docs/development.md).
 //
 //   node scripts/check-storage.mjs [--root DIR] [--exempt PATH]... [--show-exempt]
 //
 // --show-exempt also lists what the exempt paths still hold (what is left to move).
 //
-// Rules, for every TypeScript file under server/src except storage/ and the exempt paths below
+// Rules, for every TypeScript file under server/src except storage/, queries/ folders and the exempt paths below
 // (and handler-storage: files in server/src/http/ import nothing but types from storage/):
 //   driver-import  an import (static, dynamic, `import type`, `import("…")` in a type, require,
 //                  `declare module`) of a database driver: knex, pg and its companions, postgres,
@@ -199,7 +201,7 @@ function check({ root, exempt }) {
     const rel = posix(path.relative(root, file));
     const sf = program.getSourceFile(file);
     if (!sf) continue;
-    const inStorage = rel.startsWith('server/src/storage/');
+    const inStorage = rel.startsWith('server/src/storage/') || /^server\/src\/(.+\/)?queries\//.test(rel);
     const exempted = !inStorage && isExempt(rel);
     if (!inStorage) checked++;
     const seen = new Set();
@@ -234,13 +236,13 @@ function check({ root, exempt }) {
         if (
           rel.startsWith('server/src/http/') &&
           ts.isStringLiteral(node.moduleSpecifier) &&
-          /^\.\.\/storage\//.test(node.moduleSpecifier.text) &&
+          /^\.\.\/(storage|.+\/queries)\//.test(node.moduleSpecifier.text) &&
           !typeOnly
         ) {
           report(
             node,
             'handler-storage',
-            `imports '${node.moduleSpecifier.text}' into a handler: handlers call services, which call storage (a type-only import is fine).`,
+            `imports '${node.moduleSpecifier.text}' into a handler: handlers call a wing's operations, which call its queries (a type-only import is fine).`,
           );
         }
       } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
@@ -282,7 +284,7 @@ function check({ root, exempt }) {
             report(
               node,
               'db-handle',
-              `uses the database handle directly (\`${snippet(node)}\`). Put the query in a storage function (server/src/storage/<area>.ts); open transactions with inTransaction (storage/handle.ts).`,
+              `uses the database handle directly (\`${snippet(node)}\`). Put the query in a query function of its wing (server/src/<wing>/queries/); open transactions with inTransaction (storage/handle.ts).`,
             );
         }
       }
@@ -301,13 +303,13 @@ function check({ root, exempt }) {
             report(
               node,
               'db-call',
-              `calls a database handle (\`${snippet(node)}\`). Queries belong in server/src/storage/.`,
+              `calls a database handle (\`${snippet(node)}\`). Queries belong in a wing's queries/ folder or server/src/storage/.`,
             );
           } else if (name && KNEX_METHODS.has(name) && ts.isPropertyAccessExpression(callee) && !onString) {
             report(
               node,
               'db-call',
-              `calls knex's .${name}() (\`${snippet(node)}\`). Queries belong in server/src/storage/.`,
+              `calls knex's .${name}() (\`${snippet(node)}\`). Queries belong in a wing's queries/ folder or server/src/storage/.`,
             );
           }
         }
@@ -326,7 +328,7 @@ function check({ root, exempt }) {
                 report(
                   node,
                   'sql-text',
-                  `SQL text (${name}) in a string: "${shown}". SQL belongs in server/src/storage/.`,
+                  `SQL text (${name}) in a string: "${shown}". SQL belongs in a wing's queries/ folder or server/src/storage/.`,
                 );
                 break;
               }
@@ -375,11 +377,11 @@ for (const p of problems) console.error(p);
 if (findings.length > 0 || problems.length > 0) {
   if (findings.length > 0) {
     console.error(
-      `\n${findings.length} place(s) outside server/src/storage/ use the database or hold SQL. Move each query into a storage function named for what it returns, taking the app id explicitly.`,
+      `\n${findings.length} place(s) outside server/src/storage/ and the queries/ folders use the database or hold SQL. Move each query into a query function of its wing, named for what it returns, taking the app id explicitly.`,
     );
   }
   process.exit(1);
 }
 console.log(
-  `No database access or SQL outside server/src/storage/ (${checked} files checked, ${options.exempt.length} paths exempt).`,
+  `No database access or SQL outside server/src/storage/ and the wings' queries/ folders (${checked} files checked, ${options.exempt.length} paths exempt).`,
 );

@@ -5,6 +5,7 @@ import express, { type Express } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import type { ServiceContext } from './context.js';
 import { loadContract } from './contract.js';
 import { envelope, errorHandler, NotFoundError } from './errors.js';
 import { resolveApp } from './http/access.js';
@@ -22,7 +23,6 @@ import { sdkRouter } from './http/sdk.js';
 import { websiteGate } from './http/website-gate.js';
 import { createLlm } from './llm/index.js';
 import { McpTalkBack } from './mcp/talk-back.js';
-import type { ServiceContext } from './services/context.js';
 import type { Database } from './storage/db.js';
 import type { EventWriter } from './storage/event-writer.js';
 

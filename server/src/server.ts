@@ -4,17 +4,17 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { bootstrapIfEmpty, type Credentials, writeCredentials } from './admin/bootstrap.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
+import type { ServiceContext } from './context.js';
+import { mayTrigger } from './engagement/campaign-triggers.js';
+import { registerCampaignErasure } from './engagement/campaigns.js';
 import { closeRateLimits } from './http/rate-limit.js';
 import { CAMPAIGN_TRIGGERS, jobDefinitions, PUSH_SWEEP, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
 import { JobRunner } from './jobs/runner.js';
 import { createLlm } from './llm/index.js';
 import { McpTalkBack } from './mcp/talk-back.js';
-import { bootstrapIfEmpty, type Credentials, writeCredentials } from './services/bootstrap.js';
-import { mayTrigger } from './services/campaign-triggers.js';
-import { registerCampaignErasure } from './services/campaigns.js';
-import type { ServiceContext } from './services/context.js';
 import { type Database, openDatabase } from './storage/db.js';
 import { EventWriter } from './storage/event-writer.js';
 

@@ -1,8 +1,8 @@
 // The SQL sandbox through POST /v1/analytics/query: what it refuses (400 QUERY_REJECTED), that it
 // only ever sees the caller's app, jsonb operators, the row cap, and (PostgreSQL) the timeout.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runOverRelations, runSandboxedQuery } from '../../server/src/analytics/sandbox.js';
 import { REFRESH_SANDBOX_STATISTICS } from '../../server/src/jobs/index.js';
+import { runOverRelations, runSandboxedQuery } from '../../server/src/sandbox/sandbox.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;

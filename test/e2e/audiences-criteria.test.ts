@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { audienceMembers } from '../../server/src/services/audiences.js';
+import { audienceMembers } from '../../server/src/audiences/audiences.js';
 import { type DemoApp, startDemoApp } from '../helpers/demo-app.js';
 
 interface Case {

@@ -3,7 +3,7 @@
 // the stored definition, dynamic counts, list pagination and 404, QUERY_NOT_UNDERSTOOD with
 // examples, and the language-model path through the SQL sandbox against a fake OpenAI server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { audienceMembers } from '../../server/src/services/audiences.js';
+import { audienceMembers } from '../../server/src/audiences/audiences.js';
 import { type FixtureUser, loadUsers, serviceContext } from '../fixtures/audience-data.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../helpers/fake-openai.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';

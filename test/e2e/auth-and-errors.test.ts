@@ -43,7 +43,7 @@ describe('REST authentication', () => {
   it('answers 401 REVOKED_API_KEY once a key is revoked', async () => {
     const t = await server.createTenant();
     expect((await t.client.eventsTrack({ body: event })).response.status).toBe(200);
-    const { revokeKey } = await import('../../server/src/services/keys.js');
+    const { revokeKey } = await import('../../server/src/admin/keys.js');
     await revokeKey(server.db.knex, t.apiKeyId);
     const { error, response } = await t.client.eventsTrack({ body: event });
     expect(response.status).toBe(401);

@@ -10,7 +10,7 @@ import { createHmac } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelQueuedCampaignSends } from '../../server/src/storage/campaign-sends.js';
+import { cancelQueuedCampaignSends } from '../../server/src/engagement/queries/campaign-sends.js';
 import { updateApp } from '../../server/src/storage/tenancy.js';
 import {
   addUsers,

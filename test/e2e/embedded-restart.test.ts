@@ -1,7 +1,7 @@
 // The embedded database's thread can be stopped and restarted (a sandbox query over its time cap,
 // or a crash) while events arrive: every event whose request was acknowledged is stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { disableSandboxCheckerForTests } from '../../server/src/analytics/sandbox.js';
+import { disableSandboxCheckerForTests } from '../../server/src/sandbox/sandbox.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;

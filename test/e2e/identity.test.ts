@@ -2,7 +2,7 @@
 // audiences and push, and the old id of a renamed user is unknown everywhere.
 import { createTallyClient } from '@tally/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { audienceMembers } from '../../server/src/services/audiences.js';
+import { audienceMembers } from '../../server/src/audiences/audiences.js';
 import { serviceContext } from '../fixtures/audience-data.js';
 import { startFakeWebhook } from '../helpers/fake-push.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';

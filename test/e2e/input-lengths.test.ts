@@ -4,8 +4,8 @@
 import type { TallyClient } from '@tally/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadContract } from '../../server/src/contract.js';
-import { EVENT_FIELD_LIMITS } from '../../server/src/services/limits.js';
 import { updateApp } from '../../server/src/storage/tenancy.js';
+import { EVENT_FIELD_LIMITS } from '../../server/src/tracking/limits.js';
 import { startTestServer, TEST_ADMIN_TOKEN, type Tenant, type TestServer } from '../helpers/server.js';
 
 const SITE = 'https://lengths.example';

@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../server/src/app.js';
 import { loadConfig } from '../../server/src/config.js';
 import { createLogger } from '../../server/src/logger.js';
+import { postgresSandbox } from '../../server/src/sandbox/queries/postgres.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
 import { EventWriter } from '../../server/src/storage/event-writer.js';
-import { postgresSandbox } from '../../server/src/storage/sandbox-postgres.js';
 import { updateApp } from '../../server/src/storage/tenancy.js';
 import { openTestDatabase, startTestServer, TEST_ADMIN_TOKEN } from '../helpers/server.js';
 

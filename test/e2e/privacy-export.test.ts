@@ -9,10 +9,10 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ServiceContext } from '../../server/src/context.js';
 import { loadContract } from '../../server/src/contract.js';
 import { uuidv7 } from '../../server/src/ids.js';
-import type { ServiceContext } from '../../server/src/services/context.js';
-import { EXPORT_PAGE_SIZE, exportUser } from '../../server/src/services/privacy.js';
+import { EXPORT_PAGE_SIZE, exportUser } from '../../server/src/privacy/privacy.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;

@@ -1,4 +1,4 @@
-// Erasure hooks (services/erasure-hooks.ts) run inside the erasure's transaction: their counts are
+// Erasure hooks (privacy/erasure-hooks.ts) run inside the erasure's transaction: their counts are
 // reported as queued_sends_cancelled, and a hook that throws rolls the whole erasure back. Events
 // written while a user is erased never outlive it. Open-ended user ids, on erase or export, never
 // answer 500 and never reach a user of another tenant. The /v1 calls are rate limited as "other"
@@ -6,7 +6,7 @@
 import { createTallyClient } from '@tally/client';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerErasureHook } from '../../server/src/services/erasure-hooks.js';
+import { registerErasureHook } from '../../server/src/privacy/erasure-hooks.js';
 import { findUserById } from '../../server/src/storage/users.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 

@@ -6,7 +6,7 @@ import { createTallyClient, type TallyClient } from '@tally/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uuidv7 } from '../../server/src/ids.js';
 import { ENFORCE_RETENTION } from '../../server/src/jobs/index.js';
-import { RETENTION_BATCH } from '../../server/src/services/retention.js';
+import { RETENTION_BATCH } from '../../server/src/privacy/retention.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { uuidv7 } from '../../server/src/ids.js';
-import { seal } from '../../server/src/push/secrets.js';
+import { seal } from '../../server/src/secrets.js';
 import {
   type FakeSubscription,
   startFakeOneSignal,

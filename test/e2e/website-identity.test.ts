@@ -12,9 +12,9 @@ import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uuidv7 } from '../../server/src/ids.js';
 import { createLogger } from '../../server/src/logger.js';
-import { ingest } from '../../server/src/services/ingestion.js';
 import { EventWriter } from '../../server/src/storage/event-writer.js';
 import { updateApp } from '../../server/src/storage/tenancy.js';
+import { ingest } from '../../server/src/tracking/ingestion.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 const SITE = 'https://shop.example';

@@ -3,12 +3,12 @@
 // the real tables of that app, and the engine must give the same rows.
 import { createTallyClient } from '@tally/client';
 import { expect } from 'vitest';
+import { createKey } from '../../server/src/admin/keys.js';
 import { loadConfig } from '../../server/src/config.js';
+import type { ServiceContext } from '../../server/src/context.js';
 import { uuidv7 } from '../../server/src/ids.js';
 import { createLogger } from '../../server/src/logger.js';
 import { type RunningServer, startServer } from '../../server/src/server.js';
-import type { ServiceContext } from '../../server/src/services/context.js';
-import { createKey } from '../../server/src/services/keys.js';
 import type { Database } from '../../server/src/storage/db.js';
 import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
 import { openTestDatabase, TEST_ADMIN_TOKEN } from './server.js';

@@ -11,8 +11,8 @@ import knexModule from 'knex';
 import type { TestProject } from 'vitest/node';
 import { JobRunner } from '../../server/src/jobs/runner.js';
 import { createLogger } from '../../server/src/logger.js';
+import { sandboxRoleName } from '../../server/src/sandbox/queries/role.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
-import { sandboxRoleName } from '../../server/src/storage/sandbox-role.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

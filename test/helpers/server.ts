@@ -6,12 +6,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTallyClient, type TallyClient } from '@tally/client';
 import { inject } from 'vitest';
+import { createKey, type Permission } from '../../server/src/admin/keys.js';
 import { type Config, loadConfig } from '../../server/src/config.js';
 import { uuidv7 } from '../../server/src/ids.js';
 import type { JobRunner } from '../../server/src/jobs/runner.js';
 import { createLogger } from '../../server/src/logger.js';
 import { startServer } from '../../server/src/server.js';
-import { createKey, type Permission } from '../../server/src/services/keys.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
 import { type AppRow, insertApp, insertOrganization, type OrganizationRow } from '../../server/src/storage/tenancy.js';
 

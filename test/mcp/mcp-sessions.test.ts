@@ -7,8 +7,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { isLogged } from '../../server/src/mcp/logging.js';
+import { sessionsOfKey } from '../../server/src/mcp/queries/sessions.js';
 import { resumeSession } from '../../server/src/mcp/sessions.js';
-import { sessionsOfKey } from '../../server/src/storage/mcp-sessions.js';
 import { connectMcp, initializeRequest, mcpPost } from '../helpers/mcp-client.js';
 import { startServerProcess } from '../helpers/process-server.js';
 import { startTestServer, TEST_ADMIN_TOKEN, type Tenant, type TestServer } from '../helpers/server.js';

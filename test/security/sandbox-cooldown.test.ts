@@ -4,7 +4,7 @@
 // organizations are not affected; the cool-down runs on the service clock (moved here, never
 // waited for) and doubles at the next hit. No organization can keep the database restarting.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { disableSandboxCheckerForTests } from '../../server/src/analytics/sandbox.js';
+import { disableSandboxCheckerForTests } from '../../server/src/sandbox/sandbox.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 /** Runs past any time cap; the planner estimates an endless recursive CTE as cheap. */

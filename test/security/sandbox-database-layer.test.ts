@@ -3,7 +3,7 @@
 // role. It must still see only its own app's rows, never keys or files, never change its role or
 // the row-level-security setting, and a second statement is refused by the protocol.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { disableSandboxCheckerForTests } from '../../server/src/analytics/sandbox.js';
+import { disableSandboxCheckerForTests } from '../../server/src/sandbox/sandbox.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;

@@ -1,21 +1,21 @@
 // The language engine's SQL needs nothing the sandbox refuses (issue 25): every question of
 // bench/nl-cases.json and every criteria of test/fixtures/audience-criteria.json, read on their
-// seed-demo data with their fixed clock and compiled (server/src/storage/language-sql*.ts), gives
+// seed-demo data with their fixed clock and compiled (server/src/language/queries/compile*.ts), gives
 // SQL that the checker accepts as if a caller had sent it, values written in. None of it calls a
 // function that can build a large value from small input.
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'libpg-query';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkSandboxSql } from '../../server/src/analytics/sandbox-check.js';
 import { NotUnderstood, understandCriteria, understandQuestion } from '../../server/src/language/index.js';
-import { languageContext } from '../../server/src/services/language.js';
 import {
   type CompiledSql,
   compileQuery,
   compileSegmentCount,
   compileSegmentMembers,
-} from '../../server/src/storage/language-sql.js';
+} from '../../server/src/language/queries/compile.js';
+import { languageContext } from '../../server/src/language/service.js';
+import { checkSandboxSql } from '../../server/src/sandbox/check.js';
 import { type DemoApp, startDemoApp } from '../helpers/demo-app.js';
 
 const read = (file: string) => JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../..', file), 'utf8'));

@@ -8,7 +8,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../../server/src/services/keys.js';
+import { createKey } from '../../server/src/admin/keys.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 const postgres = !!process.env.TEST_DATABASE_URL;

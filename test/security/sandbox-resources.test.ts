@@ -4,7 +4,7 @@
 // switch that turns the checker off, and end at the statement timeout or time cap.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { disableSandboxCheckerForTests } from '../../server/src/analytics/sandbox.js';
+import { disableSandboxCheckerForTests } from '../../server/src/sandbox/sandbox.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;

@@ -3,8 +3,8 @@
 // one recipient (placeholders filled, then max_characters), checked by examples and properties.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { renderText } from '../../server/src/services/campaign-delivery.js';
-import { mcpEarliestStart, mcpRecurrenceAllowed } from '../../server/src/services/campaign-mcp-rules.js';
+import { renderText } from '../../server/src/engagement/campaign-delivery.js';
+import { mcpEarliestStart, mcpRecurrenceAllowed } from '../../server/src/engagement/campaign-mcp-rules.js';
 import {
   cronProblem,
   dailyAt,
@@ -12,7 +12,7 @@ import {
   quietHoursEnd,
   shortestGapMs,
   validQuietHours,
-} from '../../server/src/services/campaign-schedule.js';
+} from '../../server/src/engagement/campaign-schedule.js';
 
 const at = (iso: string) => new Date(iso);
 

@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../../server/src/errors.js';
 import { uuidv7 } from '../../server/src/ids.js';
 import { createLogger } from '../../server/src/logger.js';
-import { type IncomingEvent, ingest } from '../../server/src/services/ingestion.js';
 import type { Database } from '../../server/src/storage/db.js';
 import { EventWriter, type IngestEvent } from '../../server/src/storage/event-writer.js';
 import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
+import { type IncomingEvent, ingest } from '../../server/src/tracking/ingestion.js';
 import { openTestDatabase } from '../helpers/server.js';
 
 let db: Database;

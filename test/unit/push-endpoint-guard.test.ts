@@ -10,8 +10,8 @@ import {
   EndpointRefusedError,
   type HostResolver,
   resolvePushEndpoint,
-} from '../../server/src/push/endpoint-guard.js';
-import { pinnedRequest } from '../../server/src/push/pinned-request.js';
+} from '../../server/src/engagement/push/endpoint-guard.js';
+import { pinnedRequest } from '../../server/src/engagement/push/pinned-request.js';
 
 const NONE: PushEndpointAllowlist = { hosts: [], ranges: [] };
 

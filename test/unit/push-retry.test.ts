@@ -2,8 +2,8 @@
 // (Retry-After honoured, else doubling from half a second), and when the attempts end.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ProviderError, type PushProvider, parseRetryAfter } from '../../server/src/push/provider.js';
-import { MAX_ATTEMPTS, retryDelay } from '../../server/src/push/retry.js';
+import { ProviderError, type PushProvider, parseRetryAfter } from '../../server/src/engagement/push/provider.js';
+import { MAX_ATTEMPTS, retryDelay } from '../../server/src/engagement/push/retry.js';
 
 const provider = (idempotent: boolean) => ({ kind: 'webhook', idempotent }) as unknown as PushProvider;
 

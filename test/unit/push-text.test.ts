@@ -2,8 +2,8 @@
 // rule (property-based, fast-check), and the AES-256-GCM sealing of provider secrets.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { composeMessage, finishGenerated, fitToLimit } from '../../server/src/push/composer.js';
-import { open, SecretsUnreadableError, seal } from '../../server/src/push/secrets.js';
+import { composeMessage, finishGenerated, fitToLimit } from '../../server/src/engagement/push/composer.js';
+import { open, SecretsUnreadableError, seal } from '../../server/src/secrets.js';
 
 const text = fc.oneof(
   fc.string({ maxLength: 800 }),

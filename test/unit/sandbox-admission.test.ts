@@ -3,8 +3,8 @@
 // cool-down after a query ran into the time cap (1 minute, doubling at each hit within an hour,
 // at most 15 minutes, starting over after an hour without one).
 import { describe, expect, it } from 'vitest';
-import { type Admitted, SandboxAdmission } from '../../server/src/analytics/sandbox-admission.js';
 import { RateLimitError } from '../../server/src/errors.js';
+import { type Admitted, SandboxAdmission } from '../../server/src/sandbox/admission.js';
 
 const MINUTE = 60_000;
 /** Lets every promise chain that can move on do so (one turn of the event loop, not a timed wait). */

@@ -3,9 +3,9 @@
 // both databases; bounded forms of the same functions still pass; and the bounds sit where the
 // rules say they do.
 import { describe, expect, it } from 'vitest';
-import { checkSandboxSql, SandboxRejection } from '../../server/src/analytics/sandbox-check.js';
-import { ALLOWED_FUNCTIONS, UNBOUNDED_FUNCTIONS } from '../../server/src/analytics/sandbox-rules.js';
-import { MAX_VALUE_BYTES, SIZE_RULES } from '../../server/src/analytics/sandbox-size-rules.js';
+import { checkSandboxSql, SandboxRejection } from '../../server/src/sandbox/check.js';
+import { ALLOWED_FUNCTIONS, UNBOUNDED_FUNCTIONS } from '../../server/src/sandbox/rules.js';
+import { MAX_VALUE_BYTES, SIZE_RULES } from '../../server/src/sandbox/size-rules.js';
 import { AMPLIFICATION } from '../security/sandbox-amplification.js';
 import { HARMLESS } from '../security/sandbox-attempts.js';
 

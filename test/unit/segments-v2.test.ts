@@ -1,7 +1,7 @@
 // Migration 011: audience definitions of the first criteria engine (version 1) become conditions
 // of the current AST that compile, keeping their meaning.
 import { describe, expect, it } from 'vitest';
-import { compileSegmentCount } from '../../server/src/storage/language-sql.js';
+import { compileSegmentCount } from '../../server/src/language/queries/compile.js';
 import { convert } from '../../server/src/storage/migrations/011-segments-v2.js';
 
 const cx = {

@@ -1,9 +1,9 @@
 // The pure rules behind the website endpoints: which origins an app allows, how visits are
 // classified, and how the IP is kept under each ip_mode.
 import { describe, expect, it } from 'vitest';
-import { classifyVisit } from '../../server/src/services/bot-detection.js';
-import { storedIp } from '../../server/src/services/ingestion.js';
-import { callerOrigin, originAllowed } from '../../server/src/services/website-origin.js';
+import { storedIp } from '../../server/src/tracking/ingestion.js';
+import { classifyVisit } from '../../server/src/website/bot-detection.js';
+import { callerOrigin, originAllowed } from '../../server/src/website/origin.js';
 
 describe('origins', () => {
   const app = {

@@ -2,19 +2,11 @@
 // month in the organization's time zone. Buckets cover the inclusive dates, clipped to them (a
 // week bucket of a range starting on a Wednesday holds Wednesday to Sunday); "the previous bucket"
 // and "the next bucket" are whole periods. Bot traffic is excluded everywhere.
+
+import type { ServiceContext } from '../context.js';
 import { ValidationError } from '../errors.js';
-import type { ServiceContext } from '../services/context.js';
+import { QueryTimeoutError } from '../sandbox/sandbox.js';
 import { StatementTimeout } from '../storage/handle.js';
-import {
-  activeUsersPerBucket,
-  activityWindowEdges,
-  churnPerBucket,
-  convertedUsersPerBucket,
-  type MetricRange,
-  retentionPerBucket,
-  revenuePerBucket,
-} from '../storage/metrics.js';
-import { QueryTimeoutError } from './sandbox.js';
 import {
   addDays,
   addUnits,
@@ -26,7 +18,16 @@ import {
   localDate,
   truncate,
   type Unit,
-} from './time.js';
+} from '../time.js';
+import {
+  activeUsersPerBucket,
+  activityWindowEdges,
+  churnPerBucket,
+  convertedUsersPerBucket,
+  type MetricRange,
+  retentionPerBucket,
+  revenuePerBucket,
+} from './queries/metrics.js';
 
 export type MetricName = 'dau' | 'mau' | 'retention' | 'revenue' | 'arpu' | 'conversion' | 'churn';
 

@@ -2,13 +2,13 @@
 // engine (language/), then, when a language model is configured, to the model filling the same
 // query AST, and only then to SQL written by the model, which runs in the same sandbox.
 import { parse } from 'libpg-query';
+import type { ServiceContext } from '../context.js';
 import { describeQuery } from '../language/index.js';
+import { analyticsSqlPrompt } from '../language/prompts.js';
+import { compileQuery } from '../language/queries/compile.js';
+import { languageContext, readQuestion, refusal } from '../language/service.js';
 import { LlmError } from '../llm/index.js';
-import type { ServiceContext } from '../services/context.js';
-import { languageContext, readQuestion, refusal } from '../services/language.js';
-import { analyticsSqlPrompt } from '../services/language-prompts.js';
-import { compileQuery } from '../storage/language-sql.js';
-import { runOverRelations, runSandboxedQuery, type SandboxResult } from './sandbox.js';
+import { runOverRelations, runSandboxedQuery, type SandboxResult } from '../sandbox/sandbox.js';
 
 export type QueryMethod = 'rules' | 'llm' | 'llm_sql' | 'sql';
 

@@ -62,7 +62,7 @@ export function registerSandboxSqlCommand(program: Command): void {
     const config = cliConfig();
     if (!config.databaseUrl) throw new CliError('Set DATABASE_URL: the embedded database has no roles to set up.');
     const { connectionIdentity } = await import('../storage/maintenance.js');
-    const { newSandboxPassword, sandboxRoleName, sandboxSetupScript } = await import('../storage/sandbox-role.js');
+    const { newSandboxPassword, sandboxRoleName, sandboxSetupScript } = await import('../sandbox/queries/role.js');
     const { database, user } = await connectionIdentity(config.databaseUrl);
     const password = newSandboxPassword();
     const url = new URL(config.databaseUrl);

@@ -3,7 +3,7 @@
 // operation that is not built yet, so no endpoint can be used to probe other tenants. The app is
 // left in the request context.
 import type { NextFunction, Request, Response } from 'express';
-import { appForMcpKey, appForRestKey } from '../services/access.js';
+import { appForMcpKey, appForRestKey } from '../admin/access.js';
 import type { Db } from '../storage/handle.js';
 import { requestContext } from './context.js';
 

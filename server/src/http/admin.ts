@@ -1,7 +1,7 @@
 // Admin API handlers (/admin/v1): organizations, apps, keys and app versions.
 import type { KeyPermission } from '@tally/client';
-import * as admin from '../services/admin.js';
-import type { ServiceContext } from '../services/context.js';
+import * as admin from '../admin/admin.js';
+import type { ServiceContext } from '../context.js';
 import type { ApiKeyRow, AppRow, OrganizationRow } from '../storage/tenancy.js';
 import type { Handlers } from './operations.js';
 

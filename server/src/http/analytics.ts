@@ -1,9 +1,10 @@
 // POST /v1/analytics/query and GET /v1/analytics/metrics.
+
+import { timeZoneOf } from '../admin/organizations.js';
+import { queryAnalytics } from '../analytics/answer.js';
 import { computeMetric } from '../analytics/metrics.js';
 import { toCsv } from '../analytics/query.js';
-import { queryAnalytics } from '../services/analytics.js';
-import type { ServiceContext } from '../services/context.js';
-import { timeZoneOf } from '../services/organizations.js';
+import type { ServiceContext } from '../context.js';
 import { requireApp, restPrincipal } from './context.js';
 import { type Handlers, reply } from './operations.js';
 

@@ -1,7 +1,7 @@
 // POST /v1/audiences and GET /v1/audiences.
-import { createAudience, listAudiencesPage } from '../services/audiences.js';
-import type { ServiceContext } from '../services/context.js';
-import type { AudienceRow } from '../storage/audiences.js';
+import { createAudience, listAudiencesPage } from '../audiences/audiences.js';
+import type { AudienceRow } from '../audiences/queries/audiences.js';
+import type { ServiceContext } from '../context.js';
 import { requireApp } from './context.js';
 import type { Handlers } from './operations.js';
 

@@ -1,15 +1,15 @@
 // Security handlers for the contract's three schemes. Each leaves the authenticated principal in
 // the request context, or the precise reason it refused so the error envelope can name it.
 import type { Request } from 'express';
-import type { Config, RateLimitClass } from '../config.js';
-import { AppError, ForbiddenError, toAppError } from '../errors.js';
 import {
   authenticateAdmin,
   authenticateMcp,
   authenticateRest,
   type McpPrincipal,
   type Permission,
-} from '../services/keys.js';
+} from '../admin/keys.js';
+import type { Config, RateLimitClass } from '../config.js';
+import { AppError, ForbiddenError, toAppError } from '../errors.js';
 import type { Db } from '../storage/handle.js';
 import { contextOf } from './context.js';
 import { operationId } from './operations.js';

@@ -1,7 +1,8 @@
 // Campaign handlers: the admin API (create, list, get, pause, resume), the REST campaign status,
 // and the MCP campaign GETs. Each calls the campaign services.
-import { getApp } from '../services/admin.js';
-import { campaignDetail, campaignStatus, campaignSummary } from '../services/campaign-views.js';
+import { getApp } from '../admin/admin.js';
+import type { ServiceContext } from '../context.js';
+import { campaignDetail, campaignStatus, campaignSummary } from '../engagement/campaign-views.js';
 import {
   campaignById,
   campaignsOf,
@@ -11,9 +12,8 @@ import {
   organizationCampaign,
   pauseCampaign,
   resumeCampaign,
-} from '../services/campaigns.js';
-import type { ServiceContext } from '../services/context.js';
-import type { CampaignRow } from '../storage/campaigns.js';
+} from '../engagement/campaigns.js';
+import type { CampaignRow } from '../engagement/queries/campaigns.js';
 import { mcpPrincipal, requireApp } from './context.js';
 import { mcpApp } from './mcp-resources.js';
 import type { Handlers } from './operations.js';

@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
+import type { McpPrincipal, RestPrincipal } from '../admin/keys.js';
 import type { AppError } from '../errors.js';
-import type { McpPrincipal, RestPrincipal } from '../services/keys.js';
 import type { AppRow } from '../storage/tenancy.js';
 
 /** The holder of the admin token. */

@@ -1,6 +1,6 @@
 // POST /admin/v1/apps/{app_id}/seed-demo.
-import type { ServiceContext } from '../services/context.js';
-import { seedDemo } from '../services/demo.js';
+import type { ServiceContext } from '../context.js';
+import { seedDemo } from '../tracking/demo.js';
 import type { Handlers } from './operations.js';
 
 export function demoHandlers(ctx: ServiceContext): Handlers<'AdminDemo_seed'> {

@@ -1,6 +1,6 @@
 // POST /v1/events and /v1/events/batch.
-import type { ServiceContext } from '../services/context.js';
-import { track, trackBatch } from '../services/events.js';
+import type { ServiceContext } from '../context.js';
+import { track, trackBatch } from '../tracking/events.js';
 import { requireApp } from './context.js';
 import type { Handlers } from './operations.js';
 

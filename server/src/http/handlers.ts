@@ -1,7 +1,7 @@
 // The handler table: every operation of the contract, each with its handler, or NOT_BUILT while
 // the issue that builds it is open (it then answers 501 NOT_IMPLEMENTED). The compiler checks the
 // table against the contract: a missing, misspelt or wrongly typed handler does not compile.
-import type { ServiceContext } from '../services/context.js';
+import type { ServiceContext } from '../context.js';
 import { adminHandlers } from './admin.js';
 import { analyticsHandlers } from './analytics.js';
 import { audienceHandlers } from './audiences.js';

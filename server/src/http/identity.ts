@@ -1,11 +1,11 @@
 // Admin operations on an app's identity secrets (/admin/v1/apps/{app_id}/identity-secrets).
-import type { ServiceContext } from '../services/context.js';
+import type { ServiceContext } from '../context.js';
 import {
   generateIdentitySecret,
   type IdentitySecretInfo,
   listIdentitySecrets,
   removeIdentitySecret,
-} from '../services/identity.js';
+} from '../website/identity-secrets.js';
 import { type Handlers, reply } from './operations.js';
 
 const view = (s: IdentitySecretInfo) => ({ secret_id: s.id, created_at: s.created_at.toISOString() });

@@ -1,9 +1,10 @@
 // MCP analytics GETs: engagement, one event's analytics and funnels. `app_id` is required and was
 // resolved (within the key's organization) before these run.
-import type { ServiceContext } from '../services/context.js';
-import { engagement } from '../services/engagement.js';
-import { eventAnalytics } from '../services/event-analytics.js';
-import { funnelView } from '../services/funnels.js';
+
+import { engagement } from '../analytics/engagement.js';
+import { eventAnalytics } from '../analytics/event-analytics.js';
+import { funnelView } from '../analytics/funnels.js';
+import type { ServiceContext } from '../context.js';
 import { requireApp } from './context.js';
 import type { Handlers } from './operations.js';
 

@@ -5,11 +5,11 @@
 // authentications as the other surfaces and the per-key `mcp` rate limit. Authenticated calls
 // are served by mcp/http.ts.
 import { type NextFunction, type Request, type Response, Router } from 'express';
+import { authenticateMcp, type McpPrincipal } from '../admin/keys.js';
+import type { ServiceContext } from '../context.js';
 import { settleRetryHeaders, toAppError } from '../errors.js';
 import { jsonRpcError, serveMcp } from '../mcp/http.js';
 import type { McpTalkBack } from '../mcp/talk-back.js';
-import type { ServiceContext } from '../services/context.js';
-import { authenticateMcp, type McpPrincipal } from '../services/keys.js';
 import { checkCredential } from './auth.js';
 import { requestContext } from './context.js';
 import { applyDecision, consume } from './rate-limit.js';

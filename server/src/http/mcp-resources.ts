@@ -3,17 +3,17 @@
 // versions, events, users and audiences. Every id is looked up within the key's organization:
 // anything else is 404.
 
+import { appForMcpKey } from '../admin/access.js';
+import { organization } from '../admin/organizations.js';
+import { versionHistoryView } from '../analytics/app-usage.js';
+import { eventsPageView } from '../analytics/event-search.js';
+import { appView, audienceRef, audienceView, resourceIndexView } from '../analytics/resource-views.js';
+import { appAudiences } from '../audiences/members.js';
+import type { ServiceContext } from '../context.js';
 import { MCP_PROTOCOL_VERSION, MCP_SERVER_NAME, MCP_SERVER_VERSION } from '../mcp/constants.js';
 import { mcpDocs } from '../mcp/docs.js';
-import { appForMcpKey } from '../services/access.js';
-import { versionHistoryView } from '../services/app-resources.js';
-import type { ServiceContext } from '../services/context.js';
-import { eventsPageView } from '../services/event-search.js';
-import { appAudiences } from '../services/mcp-audiences.js';
-import { appView, audienceRef, audienceView, resourceIndexView } from '../services/mcp-views.js';
-import { organization } from '../services/organizations.js';
-import { userProfile } from '../services/user-profiles.js';
 import type { AppRow } from '../storage/tenancy.js';
+import { userProfile } from '../tracking/user-profiles.js';
 import { mcpPrincipal, type RequestContext } from './context.js';
 import type { Handlers } from './operations.js';
 

@@ -3,9 +3,9 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Router } from 'express';
+import { databaseReadiness } from '../admin/health.js';
 import type { OpenApiDocument } from '../contract.js';
 import { envelope } from '../errors.js';
-import { databaseReadiness } from '../services/health.js';
 import type { Database } from '../storage/db.js';
 
 const DOCS_HTML = fileURLToPath(new URL('../../../generated/docs/index.html', import.meta.url));

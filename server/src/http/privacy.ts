@@ -1,9 +1,9 @@
 // Erasure, export and the audit trail: DELETE /v1/users/{user_id}, GET /v1/users/{user_id}/export
 // (actor: the REST key) and their admin twins under /admin/v1/apps/{app_id}/users (actor `admin`),
 // plus GET /admin/v1/apps/{app_id}/audit. Exports are streamed.
-import { getApp } from '../services/admin.js';
-import type { ServiceContext } from '../services/context.js';
-import { auditTrail, eraseUser, exportUser } from '../services/privacy.js';
+import { getApp } from '../admin/admin.js';
+import type { ServiceContext } from '../context.js';
+import { auditTrail, eraseUser, exportUser } from '../privacy/privacy.js';
 import type { AuditRow } from '../storage/audit.js';
 import { requireApp, restPrincipal } from './context.js';
 import { type Handlers, reply } from './operations.js';

@@ -1,7 +1,7 @@
 // POST /v1/sendpush, the tracked click link GET /v1/r/{deliveryId}, and the admin push provider
 // operations (PUT/GET /admin/v1/apps/{app_id}/push-provider).
-import type { ServiceContext } from '../services/context.js';
-import { configureProvider, getProvider, type ProviderView, recordClick, sendPush } from '../services/push.js';
+import type { ServiceContext } from '../context.js';
+import { configureProvider, getProvider, type ProviderView, recordClick, sendPush } from '../engagement/push/send.js';
 import { requireApp } from './context.js';
 import { type Handlers, reply } from './operations.js';
 

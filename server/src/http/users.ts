@@ -1,6 +1,6 @@
 // POST /v1/users, /v1/users/aliases and /v1/users/replace-id.
-import type { ServiceContext } from '../services/context.js';
-import { createAlias, replaceUserId, upsertUser } from '../services/users.js';
+import type { ServiceContext } from '../context.js';
+import { createAlias, replaceUserId, upsertUser } from '../tracking/users.js';
 import { requireApp } from './context.js';
 import type { Handlers } from './operations.js';
 

@@ -5,10 +5,10 @@
 // answers 404 for an unknown app and 403 ORIGIN_NOT_ALLOWED for any other origin.
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import type { RateLimitClass } from '../config.js';
+import type { ServiceContext } from '../context.js';
 import { ForbiddenError, NotFoundError } from '../errors.js';
-import type { ServiceContext } from '../services/context.js';
-import { callerOrigin, someAppAllows, websiteAccess } from '../services/website-origin.js';
 import type { AppRow } from '../storage/tenancy.js';
+import { callerOrigin, someAppAllows, websiteAccess } from '../website/origin.js';
 import { requestedAppId } from './access.js';
 import { type RequestContext, requestContext } from './context.js';
 import { applyDecision, consume, rateLimit } from './rate-limit.js';

@@ -1,5 +1,5 @@
 // The six website operations called by the browser SDK (no API key: the origin is checked).
-import type { ServiceContext } from '../services/context.js';
+import type { ServiceContext } from '../context.js';
 import {
   identify,
   logVisit,
@@ -7,7 +7,7 @@ import {
   trackWebsiteEvent,
   upsertWebsiteUser,
   websiteConfig,
-} from '../services/website.js';
+} from '../website/website.js';
 import type { RequestContext } from './context.js';
 import type { Handlers } from './operations.js';
 import { websiteApp } from './website-gate.js';

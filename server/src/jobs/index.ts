@@ -1,10 +1,10 @@
 // The jobs Tally runs in the background, on the job runner (jobs/runner.ts).
 import type { Logger } from 'pino';
-import { type CampaignEngine, runDueCampaigns } from '../services/campaign-runs.js';
-import { runTriggers } from '../services/campaign-trigger-runs.js';
-import type { Clock } from '../services/context.js';
-import { sweepPending } from '../services/push-sweeper.js';
-import { enforceRetention } from '../services/retention.js';
+import type { Clock } from '../context.js';
+import { type CampaignEngine, runDueCampaigns } from '../engagement/campaign-runs.js';
+import { runTriggers } from '../engagement/campaign-trigger-runs.js';
+import { sweepPending } from '../engagement/push/sweeper.js';
+import { enforceRetention } from '../privacy/retention.js';
 import type { Database } from '../storage/db.js';
 import { DEDUP_WINDOW_DAYS, purgeDedupRowsBefore, refreshSandboxStatistics } from '../storage/events.js';
 import { allAppIds } from '../storage/tenancy.js';
@@ -46,7 +46,7 @@ export function jobDefinitions(
           },
         },
         {
-          // The delivery worker (services/push-sweeper.ts): every push attempt after a delivery's
+          // The delivery worker (engagement/push/sweeper.ts): every push attempt after a delivery's
           // first, /sendpush's included. Retries due (woken for their time by the instance that
           // scheduled them, whatever its CAMPAIGN_WORKERS), and deliveries a crash left `pending`
           // (resent under their idempotency key, or marked unknown); also run when an instance starts.

@@ -1,5 +1,5 @@
 // The typed query AST of the natural-language engine: what an analytics question or audience
-// criteria mean, before they are compiled to SQL (storage/language-sql.ts). The built-in parser
+// criteria mean, before they are compiled to SQL (language/queries/compile.ts). The built-in parser
 // and a language model (through the JSON Schema in schema.ts) both produce it. Times stay
 // relative ("last week") so a stored audience is re-evaluated against the clock each time.
 

@@ -1,7 +1,7 @@
 // The natural-language engine, one for analytics questions and audience criteria: reads text in
 // the app's own vocabulary (lexicon.ts) into the typed AST (ast.ts), or refuses, naming the words
 // it could not place and suggesting the app's closest events and properties and a rephrasing that
-// works. No SQL here: storage/language-sql.ts compiles the AST.
+// works. No SQL here: language/queries/compile.ts compiles the AST.
 
 import { parseQuestion } from './analytics.js';
 import type { Condition, Query } from './ast.js';

@@ -44,7 +44,7 @@ export interface EventStats {
   properties: PropertyStats[];
 }
 
-/** What storage reads for one app (storage/lexicon.ts). */
+/** What storage reads for one app (language/queries/lexicon.ts). */
 export interface LexiconData {
   events: EventStats[];
   userProperties: PropertyStats[];

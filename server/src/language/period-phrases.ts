@@ -3,7 +3,7 @@
 // "since ..."), and dates in words or digits, read with chrono-node. A month or day without a year
 // is its most recent occurrence that has begun.
 import * as chrono from 'chrono-node';
-import { addDays, isCalendarDate } from '../analytics/time.js';
+import { addDays, isCalendarDate } from '../time.js';
 import type { Anchor, CalendarUnit, Period } from './ast.js';
 import { addMonths, pad, unitStart } from './periods.js';
 import type { Token } from './tokens.js';

@@ -10,7 +10,7 @@
 //   (over) the weekend, on Monday, Q1                    as a person reads them
 // Calendar periods are those of the organization's time zone. period-phrases.ts finds these
 // expressions in a text (dates in words with chrono-node); this module resolves and describes them.
-import { addDays } from '../analytics/time.js';
+import { addDays } from '../time.js';
 import type { Anchor, CalendarUnit, Period } from './ast.js';
 
 /** A point resolved against the clock: a naive local timestamp, or an instant. */

@@ -5,9 +5,9 @@
 // A prompt or template we do not have is -32602, as the protocol asks.
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CompleteRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { resourceIndex } from '../services/app-resources.js';
-import { campaignsOf } from '../services/campaigns.js';
-import { appLexicon } from '../services/language.js';
+import { resourceIndex } from '../analytics/app-usage.js';
+import { campaignsOf } from '../engagement/campaigns.js';
+import { appLexicon } from '../language/service.js';
 import type { AppRow } from '../storage/tenancy.js';
 import type { ToolBinding } from './tool.js';
 

@@ -3,7 +3,7 @@
 // registered.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { ServiceContext } from '../services/context.js';
+import type { ServiceContext } from '../context.js';
 import { MCP_PROTOCOL_VERSION, MCP_SERVER_NAME, MCP_SERVER_VERSION } from './constants.js';
 import { createMcpServer } from './server.js';
 

@@ -16,10 +16,10 @@
 // so a session opened on one instance is served by any other (the session record is the only state).
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import express, { type Request, type Response } from 'express';
+import type { McpPrincipal } from '../admin/keys.js';
+import type { ServiceContext } from '../context.js';
 import { AppError, settleRetryHeaders } from '../errors.js';
 import { inputViolations } from '../input-rules.js';
-import type { ServiceContext } from '../services/context.js';
-import type { McpPrincipal } from '../services/keys.js';
 import { replayInitialize } from './client-hello.js';
 import { RoutedTransport } from './routed-transport.js';
 import { createMcpServer } from './server.js';

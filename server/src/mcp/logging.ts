@@ -11,8 +11,8 @@ import {
   SetLevelRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { ServiceContext } from '../services/context.js';
-import type { McpPrincipal } from '../services/keys.js';
+import type { McpPrincipal } from '../admin/keys.js';
+import type { ServiceContext } from '../context.js';
 import { parseLogLevel, type SessionState, setLogLevel } from './sessions.js';
 
 /** The levels from least to most severe (RFC 5424 names, as the protocol uses them). */

@@ -5,13 +5,13 @@
 
 import { type McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { appForMcpKey } from '../admin/access.js';
+import { resourceIndex } from '../analytics/app-usage.js';
+import { eventDictionary } from '../analytics/event-dictionary.js';
+import { appView, audienceView } from '../analytics/resource-views.js';
+import { campaignDetail } from '../engagement/campaign-views.js';
+import { campaignsOf, organizationCampaign } from '../engagement/campaigns.js';
 import { AppError } from '../errors.js';
-import { appForMcpKey } from '../services/access.js';
-import { resourceIndex } from '../services/app-resources.js';
-import { campaignDetail } from '../services/campaign-views.js';
-import { campaignsOf, organizationCampaign } from '../services/campaigns.js';
-import { eventDictionary } from '../services/event-dictionary.js';
-import { appView, audienceView } from '../services/mcp-views.js';
 import type { ToolBinding } from './tool.js';
 
 const json = (uri: URL, data: unknown) => ({

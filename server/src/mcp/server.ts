@@ -8,8 +8,8 @@ import {
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { ServiceContext } from '../services/context.js';
-import type { McpPrincipal } from '../services/keys.js';
+import type { McpPrincipal } from '../admin/keys.js';
+import type { ServiceContext } from '../context.js';
 import { handleCompletions } from './completions.js';
 import { MCP_SERVER_NAME, MCP_SERVER_VERSION } from './constants.js';
 import { handleSetLevel } from './logging.js';

@@ -7,10 +7,10 @@
 // tells a client to initialize again.
 import { randomUUID } from 'node:crypto';
 import { type LoggingLevel, LoggingLevelSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { McpPrincipal } from '../admin/keys.js';
+import type { ServiceContext } from '../context.js';
 import { AppError } from '../errors.js';
-import type { ServiceContext } from '../services/context.js';
-import type { McpPrincipal } from '../services/keys.js';
-import { deleteSession, openSessionUnderCap, setSessionLogLevel, touchSession } from '../storage/mcp-sessions.js';
+import { deleteSession, openSessionUnderCap, setSessionLogLevel, touchSession } from './queries/sessions.js';
 
 export const SESSION_IDLE_MS = 30 * 60_000;
 export const MAX_SESSIONS_PER_KEY = 50;

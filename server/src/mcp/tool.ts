@@ -7,9 +7,9 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import type { McpPrincipal } from '../admin/keys.js';
+import type { ServiceContext } from '../context.js';
 import { AppError } from '../errors.js';
-import type { ServiceContext } from '../services/context.js';
-import type { McpPrincipal } from '../services/keys.js';
 import type { SessionState } from './sessions.js';
 import { SILENT, type ToolTalk, toolTalk } from './tool-talk.js';
 

@@ -4,13 +4,13 @@
 import path from 'node:path';
 import knexModule, { type Knex } from 'knex';
 import type { Logger } from 'pino';
+import { embeddedSandbox } from '../sandbox/queries/embedded.js';
+import type { SandboxDatabase } from '../sandbox/queries/executor.js';
+import { postgresSandbox } from '../sandbox/queries/postgres.js';
 import { EmbeddedHost } from './embedded/host.js';
 import { type DataDirLock, lockDataDir } from './lock.js';
 import { runMigrations } from './migrations/index.js';
 import { createPgliteKnex } from './pglite-client.js';
-import type { SandboxDatabase } from './sandbox.js';
-import { embeddedSandbox } from './sandbox-embedded.js';
-import { postgresSandbox } from './sandbox-postgres.js';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 

@@ -3,7 +3,7 @@
 // committed. One request's rows are all-or-nothing (a website visit is written in the same
 // transaction as its page_view event); if a grouped write fails, each request of the group is
 // retried on its own so one bad request never sinks the others. It writes what it is given: the
-// ingestion policies (services/ingestion.ts, the only caller) have been applied before.
+// ingestion policies (tracking/ingestion.ts, the only caller) have been applied before.
 // For apps that may have trigger campaigns (a cached check), the events that can fire one (not demo
 // data, not bot traffic, client time at most an hour old) are matched to those campaigns and
 // written to the trigger outbox in the same transaction; the worker is woken after the commit.
@@ -14,10 +14,9 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { uuidv7 } from '../ids.js';
-import { insertTriggerOutbox } from './campaigns.js';
 import { chunks, ROWS_PER_STATEMENT, resolveOrCreateUsers } from './event-writer-users.js';
 import { DEDUP_WINDOW_DAYS } from './events.js';
-import { insertVisits, type VisitRow } from './website.js';
+import { insertTriggerOutbox, insertVisits, type VisitRow } from './ingested-rows.js';
 
 export interface IngestEvent {
   appId: string;

@@ -1,7 +1,7 @@
 // Runs one analytics statement under the analytics statement timeout, so a runaway range cannot
 // hold a connection (PostgreSQL; the embedded database accepts the setting but does not enforce it).
 import type { Knex } from 'knex';
-import { QueryTimeoutError } from '../analytics/sandbox.js';
+import { QueryTimeoutError } from '../sandbox/sandbox.js';
 
 export async function timedRows<T>(
   db: Knex,

@@ -93,7 +93,7 @@ export async function setProfiles(
 }
 
 // Transactions are opened with inTransaction from handle.ts; still exported here for the callers
-// that import it from this module (services/website.ts).
+// that import it from this module (website/website.ts).
 export { inTransaction } from './handle.js';
 
 /** Creates the user unless its external id exists already; returns the user with that external id. */

@@ -3,9 +3,9 @@
 // names and texts in it come from the app's data and the model's request: the person reads them,
 // which is the point.
 import type { ElicitRequestFormParams } from '@modelcontextprotocol/sdk/types.js';
-import { localTimestamp } from '../../analytics/time.js';
-import type { CampaignPreview } from '../../services/campaign-preview.js';
-import type { CampaignPlan } from '../../services/campaigns.js';
+import type { CampaignPreview } from '../../engagement/campaign-preview.js';
+import type { CampaignPlan } from '../../engagement/campaigns.js';
+import { localTimestamp } from '../../time.js';
 
 export const CONFIRMATION_SCHEMA: ElicitRequestFormParams['requestedSchema'] = {
   type: 'object',

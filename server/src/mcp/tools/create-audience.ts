@@ -1,8 +1,8 @@
 // create_audience: an audience from criteria in plain words, through the same service as
 // POST /v1/audiences.
 import { z } from 'zod';
-import { appForMcpKey } from '../../services/access.js';
-import { createAudience as create } from '../../services/audiences.js';
+import { appForMcpKey } from '../../admin/access.js';
+import { createAudience as create } from '../../audiences/audiences.js';
 import { appIdArgument, defineTool } from '../tool.js';
 
 export const createAudience = defineTool({

@@ -1,13 +1,13 @@
 // create_push_campaign: a push campaign through the same service as the admin API and the CLI,
-// under the rules for campaigns a model starts (services/campaign-mcp-rules.ts): never at once,
+// under the rules for campaigns a model starts (engagement/campaign-mcp-rules.ts): never at once,
 // never sooner than the lead time, never more often than hourly, only where the app allows it,
 // and recorded with the MCP key that created it. When the client can ask its person (elicitation),
 // the campaign is planned without storing anything, shown to the person, and made only on accept.
 import { z } from 'zod';
+import { appForMcpKey } from '../../admin/access.js';
+import { previewCampaign } from '../../engagement/campaign-preview.js';
+import { commitCampaign, createdCampaignView, planCampaign } from '../../engagement/campaigns.js';
 import { AppError } from '../../errors.js';
-import { appForMcpKey } from '../../services/access.js';
-import { previewCampaign } from '../../services/campaign-preview.js';
-import { commitCampaign, createdCampaignView, planCampaign } from '../../services/campaigns.js';
 import { appIdArgument, defineTool, textOrNull } from '../tool.js';
 import type { Confirmation } from '../tool-talk.js';
 import { CONFIRMATION_SCHEMA, confirmationMessage } from './campaign-confirmation.js';

@@ -1,8 +1,8 @@
 // get_app_versions: an app's release history, as GET /mcp/resources/apps/{appId}/versions.
 import { z } from 'zod';
+import { appForMcpKey } from '../../admin/access.js';
+import { versionHistoryView } from '../../analytics/app-usage.js';
 import { ValidationError } from '../../errors.js';
-import { appForMcpKey } from '../../services/access.js';
-import { versionHistoryView } from '../../services/app-resources.js';
 import { appIdArgument, defineTool, textOrNull } from '../tool.js';
 
 const instant = z.string().max(64);

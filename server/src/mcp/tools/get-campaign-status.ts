@@ -1,8 +1,8 @@
 // get_campaign_status: one campaign's detail (counters, rates in percent, performance), like
 // GET /mcp/resources/campaigns/{campaignId}.
 import { z } from 'zod';
-import { campaignDetail } from '../../services/campaign-views.js';
-import { organizationCampaign } from '../../services/campaigns.js';
+import { campaignDetail } from '../../engagement/campaign-views.js';
+import { organizationCampaign } from '../../engagement/campaigns.js';
 import { DATA_DISCLAIMER, defineTool } from '../tool.js';
 import { campaignDetailShape } from './campaign-schemas.js';
 

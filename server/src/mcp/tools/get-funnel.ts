@@ -1,7 +1,7 @@
 // get_funnel: how many users go through a sequence of events, as GET /mcp/analytics/funnels.
 import { z } from 'zod';
-import { appForMcpKey } from '../../services/access.js';
-import { funnelView } from '../../services/funnels.js';
+import { appForMcpKey } from '../../admin/access.js';
+import { funnelView } from '../../analytics/funnels.js';
 import { appIdArgument, DATA_DISCLAIMER, defineTool, textOrNull } from '../tool.js';
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD');

@@ -1,8 +1,8 @@
 // get_metrics: one of the seven metrics as a series, the same body as GET /v1/analytics/metrics.
 import { z } from 'zod';
+import { appForMcpKey } from '../../admin/access.js';
+import { timeZoneOf } from '../../admin/organizations.js';
 import { computeMetric } from '../../analytics/metrics.js';
-import { appForMcpKey } from '../../services/access.js';
-import { timeZoneOf } from '../../services/organizations.js';
 import { appIdArgument, defineTool } from '../tool.js';
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD');

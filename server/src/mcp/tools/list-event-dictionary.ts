@@ -1,7 +1,7 @@
 // list_event_dictionary: the events an app has tracked, with their definitions and volumes.
 import { z } from 'zod';
-import { appForMcpKey } from '../../services/access.js';
-import { eventDictionary } from '../../services/event-dictionary.js';
+import { appForMcpKey } from '../../admin/access.js';
+import { eventDictionary } from '../../analytics/event-dictionary.js';
 import { appIdArgument, DATA_DISCLAIMER, defineTool, textOrNull } from '../tool.js';
 
 export const dictionaryEntry = z.object({

@@ -1,8 +1,8 @@
 // list_push_campaigns: an app's campaigns with delivery counters, like GET /mcp/resources/campaigns.
 import { z } from 'zod';
-import { appForMcpKey } from '../../services/access.js';
-import { campaignSummary } from '../../services/campaign-views.js';
-import { campaignsOf } from '../../services/campaigns.js';
+import { appForMcpKey } from '../../admin/access.js';
+import { campaignSummary } from '../../engagement/campaign-views.js';
+import { campaignsOf } from '../../engagement/campaigns.js';
 import { appIdArgument, DATA_DISCLAIMER, defineTool } from '../tool.js';
 import { campaignStatus, campaignSummary as summarySchema } from './campaign-schemas.js';
 

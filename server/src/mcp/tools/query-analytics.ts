@@ -1,8 +1,8 @@
 // query_analytics: a question in plain words or one SQL SELECT, through the same engine and SQL
 // sandbox as POST /v1/analytics/query, with the same result.
 import { z } from 'zod';
-import { appForMcpKey } from '../../services/access.js';
-import { queryAnalytics as answer } from '../../services/analytics.js';
+import { appForMcpKey } from '../../admin/access.js';
+import { queryAnalytics as answer } from '../../analytics/answer.js';
 import { appIdArgument, DATA_DISCLAIMER, defineTool, jsonValue } from '../tool.js';
 
 export const queryAnalytics = defineTool({

@@ -1,7 +1,7 @@
 // query_events: an app's raw events, newest first, as GET /mcp/events.
 import { z } from 'zod';
-import { appForMcpKey } from '../../services/access.js';
-import { eventsPageView } from '../../services/event-search.js';
+import { appForMcpKey } from '../../admin/access.js';
+import { eventsPageView } from '../../analytics/event-search.js';
 import { appIdArgument, DATA_DISCLAIMER, defineTool, jsonValue } from '../tool.js';
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD');

@@ -1,8 +1,8 @@
 // update_event_definition: documents one tracked event (display name, description, category,
 // property notes) or archives it.
 import { z } from 'zod';
-import { appForMcpKey } from '../../services/access.js';
-import { defineEvent } from '../../services/event-dictionary.js';
+import { appForMcpKey } from '../../admin/access.js';
+import { defineEvent } from '../../analytics/event-dictionary.js';
 import { appIdArgument, defineTool } from '../tool.js';
 import { dictionaryEntry } from './list-event-dictionary.js';
 

@@ -1,4 +1,4 @@
-// The login of the SQL sandbox's PostgreSQL role (storage/sandbox-role.ts), when Tally created the
+// The login of the SQL sandbox's PostgreSQL role (sandbox/queries/role.ts), when Tally created the
 // role itself: readable by Tally's own role only (the sandbox role is granted nothing here).
 import type { Knex } from 'knex';
 

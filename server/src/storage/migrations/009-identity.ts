@@ -24,7 +24,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('app_identity_secrets', (t) => {
     t.uuid('id').primary();
     t.uuid('app_id').notNullable().references('apps.id').onDelete('CASCADE');
-    // AES-256-GCM envelope of the secret (push/secrets.ts), never plaintext.
+    // AES-256-GCM envelope of the secret (secrets.ts), never plaintext.
     t.text('secret').notNullable();
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.unique(['app_id', 'id']);

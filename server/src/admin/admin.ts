@@ -1,0 +1,172 @@
+// Operator actions behind the admin API and the `tally` CLI: organizations, apps, keys, versions.
+
+import type { ServiceContext } from '../context.js';
+import { validQuietHours } from '../engagement/campaign-schedule.js';
+import { type FieldError, NotFoundError, refuseIfAny } from '../errors.js';
+import { isUuid, uuidv7 } from '../ids.js';
+import {
+  type AppRow,
+  appVersions,
+  findApp,
+  findOrganization,
+  insertApp,
+  insertAppVersion,
+  insertOrganization,
+  listApps,
+  listOrganizations,
+  type OrganizationRow,
+  updateApp,
+  updateOrganization,
+  type VersionRow,
+} from '../storage/tenancy.js';
+import { createKey, getKey, listKeys, type Permission, revokeKey } from './keys.js';
+
+function checkTimezone(timezone: string | undefined, errors: FieldError[]): void {
+  if (timezone === undefined) return;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+  } catch {
+    errors.push({
+      path: '/body/timezone',
+      message: `"${timezone}" is not an IANA time zone name such as Europe/Paris`,
+    });
+  }
+}
+
+export async function getOrganization(ctx: ServiceContext, id: string): Promise<OrganizationRow> {
+  const org = isUuid(id) ? await findOrganization(ctx.db, id) : undefined;
+  if (!org) throw new NotFoundError(`No organization with id ${id}.`);
+  return org;
+}
+
+export async function createOrganization(
+  ctx: ServiceContext,
+  input: { name: string; description?: string; timezone?: string },
+) {
+  const errors: FieldError[] = [];
+  checkTimezone(input.timezone, errors);
+  refuseIfAny(errors, 'settings');
+  return insertOrganization(ctx.db, { id: uuidv7(), ...input });
+}
+
+export const organizations = (ctx: ServiceContext) => listOrganizations(ctx.db);
+
+export async function changeOrganization(
+  ctx: ServiceContext,
+  id: string,
+  patch: { name?: string; description?: string | null; timezone?: string },
+) {
+  const errors: FieldError[] = [];
+  checkTimezone(patch.timezone, errors);
+  refuseIfAny(errors, 'settings');
+  await getOrganization(ctx, id);
+  return (await updateOrganization(ctx.db, id, patch))!;
+}
+
+export async function getApp(ctx: ServiceContext, id: string): Promise<AppRow> {
+  const app = isUuid(id) ? await findApp(ctx.db, id) : undefined;
+  if (!app) throw new NotFoundError(`No app with id ${id}.`);
+  return app;
+}
+
+export type AppSettings = Partial<
+  Pick<
+    AppRow,
+    | 'name'
+    | 'website_url'
+    | 'authorized_domains'
+    | 'bot_detection'
+    | 'advanced_attested'
+    | 'consent_message'
+    | 'conversion_events'
+    | 'retention_days'
+    | 'ip_mode'
+    | 'push_frequency_cap_per_day'
+    | 'push_quiet_hours'
+    | 'mcp_campaigns'
+  >
+>;
+
+function checkSettings(settings: AppSettings, current: AppRow | undefined, errors: FieldError[]): void {
+  const mode = settings.bot_detection ?? current?.bot_detection;
+  const attested = settings.advanced_attested ?? current?.advanced_attested ?? false;
+  if (mode === 'advanced' && !attested) {
+    errors.push({
+      path: '/body/bot_detection',
+      message: 'advanced mode needs advanced_attested: true (visitors must be shown a consent message)',
+    });
+  }
+  if (settings.push_quiet_hours && !validQuietHours(settings.push_quiet_hours)) {
+    errors.push({ path: '/body/push_quiet_hours', message: 'must be HH:MM-HH:MM with different start and end times' });
+  }
+  if (settings.retention_days !== undefined && settings.retention_days !== null && settings.retention_days < 1) {
+    errors.push({ path: '/body/retention_days', message: 'must be at least 1 day, or null to keep data forever' });
+  }
+}
+
+export async function createApp(ctx: ServiceContext, input: AppSettings & { organization_id: string; name: string }) {
+  const errors: FieldError[] = [];
+  checkSettings(input, undefined, errors);
+  refuseIfAny(errors, 'settings');
+  await getOrganization(ctx, input.organization_id);
+  return insertApp(ctx.db, { id: uuidv7(), ...input });
+}
+
+export async function apps(ctx: ServiceContext, organizationId?: string) {
+  if (organizationId !== undefined) await getOrganization(ctx, organizationId);
+  return listApps(ctx.db, organizationId);
+}
+
+export async function changeApp(ctx: ServiceContext, id: string, patch: AppSettings) {
+  const current = await getApp(ctx, id);
+  const errors: FieldError[] = [];
+  checkSettings(patch, current, errors);
+  refuseIfAny(errors, 'settings');
+  return (await updateApp(ctx.db, id, patch))!;
+}
+
+export async function issueKey(
+  ctx: ServiceContext,
+  appId: string,
+  input: { kind: 'rest' | 'mcp'; permissions?: Permission[]; org_wide?: boolean; name?: string },
+) {
+  const app = await getApp(ctx, appId);
+  return createKey(ctx.db, app, {
+    kind: input.kind,
+    permissions: input.permissions,
+    orgWide: input.org_wide,
+    name: input.name,
+  });
+}
+
+export async function keysOf(ctx: ServiceContext, appId: string) {
+  await getApp(ctx, appId);
+  return listKeys(ctx.db, appId);
+}
+
+export async function revoke(ctx: ServiceContext, keyId: string) {
+  if (!(await getKey(ctx.db, keyId))) throw new NotFoundError(`No key with id ${keyId}.`);
+  return revokeKey(ctx.db, keyId);
+}
+
+export type { VersionRow };
+
+export async function addVersion(
+  ctx: ServiceContext,
+  appId: string,
+  input: { version: string; release_notes?: string; released_at?: string; created_by?: string },
+): Promise<VersionRow> {
+  await getApp(ctx, appId);
+  return insertAppVersion(ctx.db, appId, {
+    id: uuidv7(),
+    version: input.version,
+    release_notes: input.release_notes ?? null,
+    released_at: input.released_at ? new Date(input.released_at) : ctx.clock(),
+    created_by: input.created_by ?? null,
+  });
+}
+
+export async function versionsOf(ctx: ServiceContext, appId: string): Promise<VersionRow[]> {
+  await getApp(ctx, appId);
+  return appVersions(ctx.db, appId);
+}

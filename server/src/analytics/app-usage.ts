@@ -1,0 +1,79 @@
+// An organization's apps as MCP resources: the index of apps and audiences, an app with its usage
+// totals and most frequent events, and its release history. Access (which apps a key may read) is
+// decided by admin/access.ts before these run.
+
+import { type AudienceRow, listAudiences } from '../audiences/queries/audiences.js';
+import type { ServiceContext } from '../context.js';
+import { type AppRow, listApps } from '../storage/tenancy.js';
+import { type AppTotals, type AppVersionRow, appTotals, listAppVersions, topEventNames } from './queries/app-usage.js';
+
+/** How many event names the app resource lists. */
+export const TOP_EVENTS = 10;
+const AUDIENCE_PAGE = 500;
+
+/** Every audience of an app, newest first, as stored (counts are not recomputed). */
+export async function storedAudiences(ctx: ServiceContext, appId: string): Promise<AudienceRow[]> {
+  const all: AudienceRow[] = [];
+  for (let offset = 0; ; offset += AUDIENCE_PAGE) {
+    const page = await listAudiences(ctx.db, appId, AUDIENCE_PAGE, offset);
+    all.push(...page);
+    if (page.length < AUDIENCE_PAGE) return all;
+  }
+}
+
+/** The organization's apps (oldest first) and their audiences (per app, newest first). */
+export async function resourceIndex(
+  ctx: ServiceContext,
+  organizationId: string,
+): Promise<{ apps: AppRow[]; audiences: AudienceRow[] }> {
+  const apps = await listApps(ctx.db, organizationId);
+  const audiences: AudienceRow[] = [];
+  for (const app of apps) audiences.push(...(await storedAudiences(ctx, app.id)));
+  return { apps, audiences };
+}
+
+/** An app's usage totals and most frequent events (bot traffic excluded). */
+export async function appUsage(
+  ctx: ServiceContext,
+  app: AppRow,
+): Promise<{ totals: AppTotals; topEvents: { name: string; count: number }[] }> {
+  const timeoutMs = ctx.config.analyticsQueryTimeoutMs;
+  const totals = await appTotals(ctx.db, app.id, timeoutMs);
+  const topEvents = await topEventNames(ctx.db, app.id, TOP_EVENTS, timeoutMs);
+  return { totals, topEvents };
+}
+
+/** An app's versions, latest release first; the current version is the first one's. */
+export async function appVersionHistory(
+  ctx: ServiceContext,
+  app: AppRow,
+): Promise<{ versions: AppVersionRow[]; current: string | null }> {
+  const versions = await listAppVersions(ctx.db, app.id);
+  return { versions, current: versions[0]?.version ?? null };
+}
+
+/** The body of GET /mcp/resources/apps/{appId}/versions and of the tool get_app_versions. */
+export async function versionHistoryView(
+  ctx: ServiceContext,
+  app: AppRow,
+  /** Only versions released on or after / before these instants (ISO 8601), when given. */
+  range: { from?: Date; to?: Date } = {},
+) {
+  const { versions, current } = await appVersionHistory(ctx, app);
+  const kept = versions.filter(
+    (v) => (!range.from || v.released_at >= range.from) && (!range.to || v.released_at <= range.to),
+  );
+  return {
+    app_id: app.id,
+    app_name: app.name,
+    current_version: current,
+    versions: kept.map((v) => ({
+      id: v.id,
+      version: v.version,
+      release_notes: v.release_notes,
+      released_at: v.released_at.toISOString(),
+      created_by: v.created_by,
+    })),
+    total: kept.length,
+  };
+}

@@ -1,0 +1,146 @@
+// Analytics of one event name over a period (GET /mcp/analytics/events/:eventName): totals, a trend
+// per hour, day, week or month (buckets as in GET /v1/analytics/metrics: the organization's time
+// zone, weeks from Monday, the first and last buckets clipped to the period), aggregates of its
+// properties, and when it happens most. Bot traffic is excluded.
+
+import { timeZoneOf } from '../admin/organizations.js';
+import type { ServiceContext } from '../context.js';
+import { ValidationError } from '../errors.js';
+import type { AppRow } from '../storage/tenancy.js';
+import { addDays, addUnits, label, localDate, truncate, type Unit } from '../time.js';
+import { resolveDates } from './metrics.js';
+import {
+  type EventWindow,
+  eventTimeProfile,
+  eventTotals,
+  eventTrend,
+  propertyKeyStats,
+  topPropertyValues,
+} from './queries/event-analytics.js';
+
+/** Property keys reported (the most frequent) and text values listed per key. */
+export const MAX_PROPERTIES = 50;
+export const TOP_VALUES = 10;
+const MAX_BUCKETS = 10_000;
+const WEEKDAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
+
+export type PropertyType = 'text' | 'number' | 'boolean' | 'object' | 'array' | 'mixed';
+export interface PropertyStats {
+  type: PropertyType;
+  count: number;
+  top_values?: { value: string; count: number }[];
+  min?: number;
+  max?: number;
+  avg?: number;
+  sum?: number;
+}
+
+export interface EventReport {
+  period: { start_date: string; end_date: string };
+  total_events: number;
+  unique_users: number;
+  trends: { date: string; count: number; unique_users: number }[];
+  properties: Record<string, PropertyStats>;
+  peak_times: { hour_of_day: number | null; day_of_week: string | null; timezone: string };
+}
+
+const round2 = (n: number) => Math.round((n + Number.EPSILON) * 100) / 100;
+/** A numeric aggregate as a JSON number (a sum of huge values can exceed a double). */
+const finite = (text: string | null) => Math.max(-Number.MAX_VALUE, Math.min(Number.MAX_VALUE, Number(text)));
+const JSON_TYPES: Record<string, PropertyType> = {
+  string: 'text',
+  number: 'number',
+  boolean: 'boolean',
+  object: 'object',
+  array: 'array',
+};
+
+/** Natural starts of the `unit` periods that meet [start, end] (inclusive days). */
+function bucketKeys(start: string, end: string, unit: Unit): string[] {
+  const lo = `${start} 00:00:00`;
+  const hi = `${addDays(end, 1)} 00:00:00`;
+  const keys: string[] = [];
+  for (let key = truncate(lo, unit); key < hi; key = addUnits(key, unit, 1)) {
+    keys.push(key);
+    if (keys.length > MAX_BUCKETS) {
+      throw new ValidationError(
+        `Invalid request: that range has more than ${MAX_BUCKETS} ${unit} buckets; choose a shorter range or a larger group_by.`,
+        [{ path: '/query/group_by', message: 'gives too many buckets for this range' }],
+      );
+    }
+  }
+  return keys;
+}
+
+/** The key with the largest count (the smallest key on a tie), or null for an empty map. */
+function busiest(counts: Map<number, number>): number | null {
+  let best: number | null = null;
+  for (const [k, n] of counts) {
+    if (best === null || n > counts.get(best)! || (n === counts.get(best)! && k < best)) best = k;
+  }
+  return best;
+}
+
+export async function eventAnalytics(
+  ctx: ServiceContext,
+  app: AppRow,
+  eventName: string,
+  q: { startDate?: string; endDate?: string; groupBy: Unit },
+): Promise<EventReport> {
+  const timeZone = await timeZoneOf(ctx, app.organization_id);
+  const { start, end } = resolveDates(q.startDate, q.endDate, localDate(ctx.clock(), timeZone));
+  const keys = bucketKeys(start, end, q.groupBy);
+  const w: EventWindow = {
+    appId: app.id,
+    eventName,
+    timeZone,
+    from: `${start} 00:00:00`,
+    to: `${addDays(end, 1)} 00:00:00`,
+    timeoutMs: ctx.config.analyticsQueryTimeoutMs,
+  };
+  const totals = await eventTotals(ctx.db, w);
+  const trend = await eventTrend(ctx.db, w, q.groupBy);
+  const profile = await eventTimeProfile(ctx.db, w);
+  const hour = busiest(profile.hours);
+  const weekday = busiest(profile.weekdays);
+  return {
+    period: { start_date: start, end_date: end },
+    total_events: totals.events,
+    unique_users: totals.users,
+    trends: keys.map((key) => {
+      const found = trend.get(key.slice(0, 16));
+      return { date: label(key, q.groupBy), count: found?.events ?? 0, unique_users: found?.users ?? 0 };
+    }),
+    properties: await propertyAggregates(ctx, w),
+    peak_times: {
+      hour_of_day: hour,
+      day_of_week: weekday === null ? null : WEEKDAYS[weekday - 1]!,
+      timezone: timeZone,
+    },
+  };
+}
+
+async function propertyAggregates(ctx: ServiceContext, w: EventWindow): Promise<Record<string, PropertyStats>> {
+  const keys = await propertyKeyStats(ctx.db, w, MAX_PROPERTIES);
+  const textual = keys.filter((k) => k.types.includes('string') || k.types.includes('boolean')).map((k) => k.key);
+  const values = await topPropertyValues(ctx.db, w, textual, TOP_VALUES);
+  // A null-prototype object: property names such as `__proto__` are ordinary keys here.
+  const out: Record<string, PropertyStats> = Object.create(null);
+  for (const k of keys) {
+    const stats: PropertyStats = {
+      type: k.types.length === 1 ? (JSON_TYPES[k.types[0]!] ?? 'mixed') : 'mixed',
+      count: k.count,
+    };
+    if (textual.includes(k.key)) {
+      stats.top_values = values.filter((v) => v.key === k.key).map((v) => ({ value: v.value, count: v.count }));
+    }
+    if (k.numbers > 0) {
+      stats.min = finite(k.min);
+      stats.max = finite(k.max);
+      stats.avg = round2(finite(k.avg));
+      stats.sum = finite(k.sum);
+    }
+    out[k.key] = stats;
+  }
+  return out;
+}

@@ -1,0 +1,352 @@
+// Compiles the natural-language query AST (language/ast.ts) to one parameterised SELECT over the
+// sandbox relations `events` and `users`, run by the sandbox executor (runOverRelations). Column
+// convention: a single figure is `value`; a breakdown is the dimension (`event_name`, the
+// property's name or `key`, `user_id`, `date`) and `value`; a series is `date` and `value` (plus
+// the dimension), with every bucket of the period listed, empty ones at 0. Audience conditions
+// compile here too (count and members of a segment).
+import {
+  addDays,
+  addUnits as addLocal,
+  label as labelOf,
+  localTimestamp as localOf,
+  truncate as truncateLocal,
+} from '../../time.js';
+import type { Bucket, Condition, Dimension, EventSet, Part, Period, Query } from '../ast.js';
+import { resolveAnchor } from '../periods.js';
+import { metricSql } from './compile-metrics.js';
+import { type CompileContext, Sql } from './compile-parts.js';
+
+export type { CompileContext };
+
+export interface CompiledSql {
+  statement: string;
+  params: unknown[];
+  /** The statement with its values written in. */
+  display: string;
+}
+
+const LABEL: Record<Bucket, string> = {
+  hour: `'YYYY-MM-DD"T"HH24:00'`,
+  day: `'YYYY-MM-DD'`,
+  week: `'YYYY-MM-DD'`,
+  month: `'YYYY-MM-DD'`,
+};
+const MAX_BUCKETS = 10_000;
+
+export function compileQuery(query: Query, cx: CompileContext): CompiledSql {
+  const sql = new Sql(cx);
+  const statement = compile(sql, query);
+  return { statement, params: sql.params, display: sql.display(statement) };
+}
+
+function compile(sql: Sql, q: Query): string {
+  if (q.compare) {
+    const rows = q.compare.map(
+      (p, i) => `(${i + 1}, ${sql.p(p.label)}, (${scalar(sql, { ...q, compare: undefined, period: p })}))`,
+    );
+    return `select c.period, c.value from (values ${rows.join(', ')}) as c(n, period, value) order by c.n`;
+  }
+  if (q.measure.kind === 'metric') return metricSql(sql, q, q.measure.metric);
+  if (q.bucket && q.average)
+    return `select round(avg(s.value), 2) as value from (${series(sql, { ...q, average: undefined })}) as s`;
+  if (q.bucket) return series(sql, q);
+  if (q.groupBy) return breakdown(sql, q);
+  return `select ${scalar(sql, q)} as value`;
+}
+
+// ---- single figures ----------------------------------------------------------------------------
+
+/** A scalar subquery giving the query's one figure. */
+function scalar(sql: Sql, q: Query): string {
+  const m = q.measure;
+  switch (m.kind) {
+    case 'ratio': {
+      const num = part(sql, m.numerator, q);
+      const den = part(sql, m.denominator, q);
+      const scale = m.percent ? '100.0 * ' : '';
+      return `(select coalesce(round(${scale}(${num})::numeric / nullif((${den}), 0), 2), 0))`;
+    }
+    case 'funnel':
+      return funnel(sql, q, m.from, m.to);
+    case 'retention_day':
+      return retentionDay(sql, q, m.day);
+    case 'metric':
+      return `(select value from (${metricSql(sql, q, m.metric)}) as metric)`;
+    default:
+      return `(${grouped(sql, q, null)})`;
+  }
+}
+
+function part(sql: Sql, p: Part, q: Query): string {
+  if (p.segment) return `select count(*) from users u where ${sql.condition(p.segment)}`;
+  const e = sql.next('e');
+  const where = `true${sql.events(e, p.events, p.filters)}${sql.period(`${e}.created_at`, q.period)}${segment(sql, q, e)}`;
+  if (p.measure === 'events') return `select count(*) from events ${e} where ${where}`;
+  if (p.measure === 'users') return `select count(distinct ${e}.user_id) from events ${e} where ${where}`;
+  return `select coalesce(sum(${sql.number(e, p.key ?? '$revenue')}), 0) from events ${e} where ${where}`;
+}
+
+function funnel(sql: Sql, q: Query, from: EventSet, to: EventSet): string {
+  const e = sql.next('e');
+  const a = `(true${sql.events(e, from.events, from.filters)})`;
+  const b = `(true${sql.events(e, to.events, to.filters)})`;
+  return `(select coalesce(round(100.0 * count(*) filter (where s.done) / nullif(count(*), 0), 2), 0) from (
+  select ${e}.user_id, bool_or(${b}) as done from events ${e}
+  where (${a} or ${b})${sql.period(`${e}.created_at`, q.period)}${segment(sql, q, e)}
+  group by ${e}.user_id having bool_or(${a})) as s)`;
+}
+
+function retentionDay(sql: Sql, q: Query, n: number): string {
+  const tz = sql.tz();
+  const e = sql.next('e');
+  const x = sql.next('x');
+  return `(select coalesce(round(100.0 * count(*) filter (where exists (
+    select 1 from events ${x} where ${x}.user_id = f.user_id
+      and ${x}.created_at >= ((date_trunc('day', f.first at time zone ${tz}) + make_interval(days => ${sql.p(n, 'int')})) at time zone ${tz})
+      and ${x}.created_at < ((date_trunc('day', f.first at time zone ${tz}) + make_interval(days => ${sql.p(n + 1, 'int')})) at time zone ${tz})
+  )) / nullif(count(*), 0), 2), 0)
+  from (select ${e}.user_id, min(${e}.created_at) as first from events ${e} group by ${e}.user_id) as f
+  where true${sql.period('f.first', q.period)})`;
+}
+
+// ---- measures over events or users -----------------------------------------------------------
+
+/** Whether the query counts the app's users directly (users table) rather than through events. */
+function onUsers(q: Query): boolean {
+  if (q.measure.kind === 'new_users') return true;
+  return (
+    q.measure.kind === 'users' &&
+    q.events.events.length === 0 &&
+    q.events.filters.length === 0 &&
+    !q.period &&
+    !q.bucket &&
+    (!q.groupBy || q.groupBy.kind === 'user_property')
+  );
+}
+
+function measureExpr(sql: Sql, q: Query, e: string): string {
+  const m = q.measure;
+  switch (m.kind) {
+    case 'events':
+      return 'count(*)';
+    case 'users':
+      return onUsers(q) ? 'count(*)' : `count(distinct ${e}.user_id)`;
+    case 'new_users':
+      return 'count(*)';
+    case 'aggregate': {
+      const x = sql.number(e, m.key);
+      if (m.fn === 'sum') return `round(coalesce(sum(${x}), 0), 2)`;
+      if (m.fn === 'avg') return `round(avg(${x}), 2)`;
+      if (m.fn === 'median') return `round((percentile_cont(0.5) within group (order by ${x}))::numeric, 2)`;
+      return `${m.fn}(${x})`;
+    }
+    default:
+      throw new Error(`measure ${m.kind} has no per-row expression`);
+  }
+}
+
+function segment(sql: Sql, q: Query, e: string): string {
+  if (!q.segment) return '';
+  const u = sql.next('u');
+  return ` and ${e}.user_id in (select ${u}.user_id from users ${u} where ${sql.condition(q.segment, u)})`;
+}
+
+/** FROM and WHERE of the rows measured; `key` is the dimension expression (or null). */
+function source(
+  sql: Sql,
+  q: Query,
+  dim: Dimension | null,
+): { from: string; where: string; alias: string; key: string | null } {
+  if (onUsers(q)) {
+    const u = 'u';
+    let where = 'true';
+    if (q.measure.kind === 'new_users') where += sql.period(`${u}.created_at`, q.period);
+    if (q.segment) where += ` and ${sql.condition(q.segment, u)}`;
+    if (dim?.kind === 'time')
+      return { from: `users ${u}`, where, alias: u, key: timeKey(sql, dim.unit, `${u}.created_at`) };
+    const key = dim ? dimensionExpr(sql, dim, u, u) : null;
+    if (key) where += ` and ${key} is not null`;
+    return { from: `users ${u}`, where, alias: u, key };
+  }
+  const e = 'e';
+  const needsUser = dim?.kind === 'user_property';
+  const from = needsUser ? `events ${e} join users u on u.user_id = ${e}.user_id` : `events ${e}`;
+  let where = `true${sql.events(e, q.events.events, q.events.filters)}${sql.period(`${e}.created_at`, q.period)}${segment(sql, q, e)}`;
+  if (q.measure.kind === 'aggregate') where += ` and ${sql.number(e, q.measure.key)} is not null`;
+  const key = dim ? dimensionExpr(sql, dim, e, 'u') : null;
+  if (dim && key && dim.kind !== 'time') where += ` and ${key} is not null`;
+  return { from, where, alias: e, key };
+}
+
+function timeKey(sql: Sql, unit: Bucket, column: string): string {
+  return `to_char(date_trunc('${unit}', ${column} at time zone ${sql.tz()}), ${LABEL[unit]})`;
+}
+
+function dimensionExpr(sql: Sql, d: Dimension, e: string, u: string): string {
+  switch (d.kind) {
+    case 'event_name':
+      return `${e}.event_name`;
+    case 'event_property':
+      return sql.text(e, d.key);
+    case 'user_property':
+      return sql.text(u, d.key);
+    case 'user':
+      return `${e}.user_id`;
+    case 'time':
+      return timeKey(sql, d.unit, `${e}.created_at`);
+  }
+}
+
+/** The output column of a dimension. */
+export function dimensionColumn(d: Dimension): string {
+  switch (d.kind) {
+    case 'event_name':
+      return 'event_name';
+    case 'user':
+      return 'user_id';
+    case 'time':
+      return 'date';
+    default: {
+      const name = d.key.replace(/[^A-Za-z0-9_]/g, '_').toLowerCase();
+      return name === '' || name === 'value' || name === 'date' || /^\d/.test(name) ? 'key' : name;
+    }
+  }
+}
+
+const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
+
+/** SELECT of the measure, grouped by `dim` when given. */
+function grouped(sql: Sql, q: Query, dim: Dimension | null): string {
+  const src = source(sql, q, dim);
+  const m = measureExpr(sql, q, src.alias);
+  if (!dim) return `select ${m} from ${src.from} where ${src.where}`;
+  return `select ${src.key} as k, ${m} as v from ${src.from} where ${src.where} group by 1${having(sql, q, m)}`;
+}
+
+function having(sql: Sql, q: Query, m: string): string {
+  const b = q.having;
+  if (!b) return '';
+  const parts: string[] = [];
+  if (b.gt !== undefined) parts.push(`${m} > ${sql.p(b.gt, 'numeric')}`);
+  if (b.gte !== undefined) parts.push(`${m} >= ${sql.p(b.gte, 'numeric')}`);
+  if (b.lt !== undefined) parts.push(`${m} < ${sql.p(b.lt, 'numeric')}`);
+  if (b.lte !== undefined) parts.push(`${m} <= ${sql.p(b.lte, 'numeric')}`);
+  return parts.length ? ` having ${parts.join(' and ')}` : '';
+}
+
+// ---- breakdowns ----------------------------------------------------------------------------------
+
+function breakdown(sql: Sql, q: Query): string {
+  const dim = q.groupBy!;
+  const col = quote(dimensionColumn(dim));
+  const inner = grouped(sql, q, dim);
+  const value = q.percent ? 'round(100.0 * g.v / nullif(sum(g.v) over (), 0), 2)' : 'g.v';
+  const dir = q.order ?? 'desc';
+  const order = `order by ${q.percent ? 'g.v' : 'value'} ${dir}, 1`;
+  const limit = q.limit ? ` limit ${sql.p(q.limit, 'bigint')}` : '';
+  return `select g.k as ${col}, ${value} as value from (${inner}) as g ${order}${limit}`;
+}
+
+// ---- series --------------------------------------------------------------------------------------
+
+export interface BucketRange {
+  /** Label of the bucket (its natural start). */
+  label: string;
+  /** Natural start, clipped start and clipped end (naive local timestamps). */
+  key: string;
+  lo: string;
+  hi: string;
+}
+
+/** The buckets of a period, clipped to it (like GET /v1/analytics/metrics). */
+export function bucketsOf(sql: Sql, q: Query, unit: Bucket, fallbackStart: string | null): BucketRange[] {
+  const cx = sql.cx;
+  const resolve = (p: Period | undefined, end: boolean): string | null => {
+    const a = end ? p?.to : p?.from;
+    if (!a) return null;
+    const r = resolveAnchor(a, cx.today, cx.now);
+    return 'local' in r ? r.local : localOf(r.instant, cx.timeZone);
+  };
+  let lo = resolve(q.period, false) ?? (fallbackStart ? `${fallbackStart} 00:00:00` : `${cx.today} 00:00:00`);
+  let hi = resolve(q.period, true) ?? `${addDays(cx.today, 1)} 00:00:00`;
+  if (unit !== 'hour') {
+    lo = `${lo.slice(0, 10)} 00:00:00`;
+    if (hi.slice(11) !== '00:00:00') hi = `${addDays(hi.slice(0, 10), 1)} 00:00:00`;
+  }
+  const out: BucketRange[] = [];
+  for (let key = truncateLocal(lo, unit); key < hi; key = addLocal(key, unit, 1)) {
+    const next = addLocal(key, unit, 1);
+    out.push({ label: labelOf(key, unit), key, lo: key < lo ? lo : key, hi: next > hi ? hi : next });
+    if (out.length > MAX_BUCKETS) {
+      throw new RangeError(
+        `That period has more than ${MAX_BUCKETS} ${unit} buckets: choose a shorter period or a larger bucket.`,
+      );
+    }
+  }
+  return out;
+}
+
+function series(sql: Sql, q: Query): string {
+  const unit = q.bucket!;
+  const first = onUsers(q) || q.measure.kind === 'new_users' ? sql.cx.firstSeen([]) : sql.cx.firstSeen(q.events.events);
+  const list = bucketsOf(sql, q, unit, first ? localOf(new Date(first), sql.cx.timeZone).slice(0, 10) : null);
+  const values = list.map((b) => `(${sql.p(b.label)})`).join(', ');
+  const measureQ: Query = { ...q, bucket: undefined, groupBy: undefined };
+  if (!q.groupBy) {
+    const src = source(sql, measureQ, null);
+    const key = timeKey(sql, unit, `${src.alias}.created_at`);
+    const m = measureExpr(sql, measureQ, src.alias);
+    return `select b.date, coalesce(s.v, 0) as value from (values ${values}) as b(date)
+left join (select ${key} as k, ${m} as v from ${src.from} where ${src.where} group by 1) as s on s.k = b.date
+order by b.date`;
+  }
+  const dim = q.groupBy;
+  const col = quote(dimensionColumn(dim));
+  const dsrc = source(sql, { ...measureQ, groupBy: dim }, dim);
+  const dkey = dsrc.key!;
+  const tkey = timeKey(sql, unit, `${dsrc.alias}.created_at`);
+  const m2 = measureExpr(sql, measureQ, dsrc.alias);
+  const dsrc2 = source(sql, { ...measureQ, groupBy: dim }, dim);
+  return `select b.date, d.k as ${col}, coalesce(s.v, 0) as value from (values ${values}) as b(date)
+cross join (select distinct ${dsrc2.key} as k from ${dsrc2.from} where ${dsrc2.where}) as d
+left join (select ${tkey} as t, ${dkey} as k, ${m2} as v from ${dsrc.from} where ${dsrc.where} group by 1, 2) as s on s.t = b.date and s.k = d.k
+order by b.date, d.k`;
+}
+
+// ---- audiences -----------------------------------------------------------------------------------
+
+const strip = (sql: string) => sql.trim().replace(/;+\s*$/, '');
+
+/** Counts the distinct users a model-written audience SELECT returns (run in the sandbox). */
+export function audienceSqlCount(sql: string): string {
+  return `select count(distinct audience.user_id) as user_count from (\n${strip(sql)}\n) as audience`;
+}
+
+/** One page of the users a model-written audience SELECT returns, in the order first seen. */
+export function audienceSqlMembers(sql: string, limit: number, offset: number): string {
+  return `select u.user_id, u.email, u.phone, u.last_active from users u
+where u.user_id in (select audience.user_id from (\n${strip(sql)}\n) as audience)
+order by u.created_at, u.id limit ${Math.floor(limit)} offset ${Math.floor(offset)}`;
+}
+
+// ---- segments -----------------------------------------------------------------------------------
+
+export function compileSegmentCount(where: Condition, cx: CompileContext): CompiledSql {
+  const sql = new Sql(cx);
+  const statement = `select count(*) as user_count from users u where ${sql.condition(where)}`;
+  return { statement, params: sql.params, display: sql.display(statement) };
+}
+
+export function compileSegmentMembers(
+  where: Condition,
+  cx: CompileContext,
+  limit: number,
+  offset: number,
+): CompiledSql {
+  const sql = new Sql(cx);
+  const statement = `select u.user_id, u.email, u.phone, u.last_active from users u where ${sql.condition(where)}
+order by u.created_at, u.id limit ${sql.p(limit, 'bigint')} offset ${sql.p(offset, 'bigint')}`;
+  return { statement, params: sql.params, display: sql.display(statement) };
+}
+
+export { Sql };

@@ -1,0 +1,266 @@
+// Data-protection requests on one user: erasure (everything stored about the user, in one
+// transaction, with derived counts corrected) and export (everything stored about the user,
+// produced page by page), each recorded in the app's audit trail without the data itself.
+import type { UserErased, UserExport } from '@tally/client';
+import { recountAudiences } from '../audiences/audiences.js';
+import type { ServiceContext } from '../context.js';
+import { NotFoundError } from '../errors.js';
+import { uuidv7 } from '../ids.js';
+import { countAuditEntries, insertAuditEntry, listAuditEntries } from '../storage/audit.js';
+import { inTransaction } from '../storage/handle.js';
+import { findUserByIdentifier, listAliases, type UserRow } from '../storage/users.js';
+import { runErasureHooks } from './erasure-hooks.js';
+import {
+  deleteUserDedupRows,
+  deleteUserRow,
+  deleteUserRows,
+  lockUserForErasure,
+  markAudienceCountsStale,
+  refreshEventDefinitions,
+  subtractUserEventCounts,
+} from './queries/erasure.js';
+import { type ExportCursor, type ExportTable, userRecordsPage } from './queries/user-export.js';
+
+/** Who asked: a REST key's id, or `admin` (the admin API and the CLI). */
+export type Actor = string;
+
+export type ErasedCounts = UserErased['erased'];
+
+async function findUser(ctx: ServiceContext, appId: string, identifier: string): Promise<UserRow> {
+  const user = await findUserByIdentifier(ctx.db, appId, identifier);
+  if (!user) throw new NotFoundError(`No user with id "${identifier}" in this app.`);
+  return user;
+}
+
+/**
+ * Erases the user an identifier names (external id or alias) with everything stored about them,
+ * in one transaction: aliases, events (and their dedup rows), visits, push subscriptions and
+ * deliveries, the user row, and what the erasure hooks own (queued campaign sends). Event
+ * dictionary volumes and daily counts lose the user's events; audience counts are recounted.
+ */
+export async function eraseUser(
+  ctx: ServiceContext,
+  appId: string,
+  identifier: string,
+  actor: Actor,
+): Promise<ErasedCounts> {
+  const counts = await inTransaction(ctx.db, async (tx) => {
+    const user = await findUserByIdentifier(tx, appId, identifier);
+    // Waits for event writes to this user to commit; a write after this point creates a new user.
+    if (!user || !(await lockUserForErasure(tx, appId, user.id))) {
+      throw new NotFoundError(`No user with id "${identifier}" in this app.`);
+    }
+    const queued = await runErasureHooks(tx, appId, user.id);
+    await deleteUserDedupRows(tx, appId, user.id);
+    const names = await subtractUserEventCounts(tx, appId, user.id);
+    const erased: ErasedCounts = {
+      users: 0,
+      aliases: await deleteUserRows(tx, 'user_aliases', appId, user.id),
+      events: await deleteUserRows(tx, 'events', appId, user.id),
+      visits: await deleteUserRows(tx, 'visits', appId, user.id),
+      push_subscriptions: await deleteUserRows(tx, 'push_subscriptions', appId, user.id),
+      deliveries: await deleteUserRows(tx, 'push_deliveries', appId, user.id),
+      queued_sends_cancelled: queued,
+    };
+    erased.users = await deleteUserRow(tx, appId, user.id);
+    await refreshEventDefinitions(tx, appId, names);
+    await markAudienceCountsStale(tx, appId);
+    await insertAuditEntry(tx, {
+      id: uuidv7(ctx.clock().getTime()),
+      app_id: appId,
+      action: 'user.erase',
+      actor,
+      user_ref: identifier,
+      counts: { ...erased },
+      completed: true,
+      created_at: ctx.clock(),
+    });
+    return erased;
+  });
+  ctx.logger.info({ app_id: appId, actor, erased: counts }, 'user erased');
+  await recountAudiences(ctx, appId);
+  return counts;
+}
+
+/** Records read per query of an export. */
+export const EXPORT_PAGE_SIZE = 1_000;
+
+type ExportRecord = Record<string, unknown>;
+type Sections = {
+  events: UserExport['events'][number];
+  visits: UserExport['visits'][number];
+  push_subscriptions: UserExport['push_subscriptions'][number];
+  deliveries: UserExport['deliveries'][number];
+};
+
+const iso = (v: unknown): string | null => (v === null || v === undefined ? null : new Date(v as Date).toISOString());
+
+const text = (v: unknown) => v as string;
+const orNull = <T>(v: unknown) => (v ?? null) as T | null;
+
+// Every stored column of every record (test/e2e/privacy-export-columns.test.ts compares these
+// with the tables' columns), except app_id and user_id, which the export states once.
+const SECTIONS: { [K in keyof Sections]: { table: ExportTable; view(r: ExportRecord, user: UserRow): Sections[K] } } = {
+  events: {
+    table: 'events',
+    view: (r, user) => ({
+      id: text(r.id),
+      app_id: text(r.app_id),
+      user_id: user.external_id,
+      event_name: text(r.event_name),
+      properties: (r.properties ?? {}) as Record<string, unknown>,
+      ip: orNull(r.ip),
+      ua: orNull(r.ua),
+      source: r.source as Sections['events']['source'],
+      is_bot: Boolean(r.is_bot),
+      created_at: iso(r.created_at)!,
+      received_at: iso(r.received_at)!,
+    }),
+  },
+  visits: {
+    table: 'visits',
+    view: (r) => ({
+      id: text(r.id),
+      visitor_id: text(r.visitor_id),
+      visit_url: text(r.visit_url),
+      path: orNull(r.path),
+      referrer: orNull(r.referrer),
+      page_title: orNull(r.page_title),
+      ua: orNull(r.ua),
+      ip: orNull(r.ip),
+      signals: (r.signals ?? {}) as Record<string, unknown>,
+      advanced_signals: orNull(r.advanced_signals),
+      is_bot: r.is_bot as boolean | null,
+      bot_reason: orNull(r.bot_reason),
+      event_id: orNull(r.event_id),
+      created_at: iso(r.created_at)!,
+      received_at: iso(r.received_at)!,
+    }),
+  },
+  push_subscriptions: {
+    table: 'push_subscriptions',
+    view: (r) => ({
+      id: text(r.id),
+      endpoint: text(r.endpoint),
+      keys: { p256dh: text(r.p256dh), auth: text(r.auth) },
+      expires_at: iso(r.expires_at),
+      created_at: iso(r.created_at)!,
+      updated_at: iso(r.updated_at)!,
+    }),
+  },
+  deliveries: {
+    table: 'push_deliveries',
+    view: (r) => ({
+      id: text(r.id),
+      campaign_id: orNull(r.campaign_id),
+      title: text(r.title),
+      message: text(r.message),
+      action_url: orNull(r.action_url),
+      status: r.status as Sections['deliveries']['status'],
+      provider: r.provider as Sections['deliveries']['provider'],
+      provider_message_id: orNull(r.provider_message_id),
+      generated: Boolean(r.generated),
+      error: orNull(r.error),
+      recipients: Number(r.recipients),
+      failure_kind: orNull(r.failure_kind),
+      attempts: Number(r.attempts),
+      attempted_at: iso(r.attempted_at),
+      next_attempt_at: iso(r.next_attempt_at),
+      resolved_at: iso(r.resolved_at),
+      batch_id: orNull(r.batch_id),
+      created_at: iso(r.created_at)!,
+      clicked_at: iso(r.clicked_at),
+    }),
+  },
+};
+
+/** A started export: the user exists; `chunks` yields the JSON body piece by piece. */
+export interface UserExportStream {
+  chunks: AsyncGenerator<string, void, undefined>;
+}
+
+/**
+ * Starts the export of the user an identifier names (404 before anything is sent when there is
+ * none). The body (`UserExport`) is produced lazily, one page of records per chunk, each page a
+ * separate short query; the audit entry is written when the body is finished or abandoned.
+ */
+export async function exportUser(
+  ctx: ServiceContext,
+  appId: string,
+  identifier: string,
+  actor: Actor,
+): Promise<UserExportStream> {
+  const user = await findUser(ctx, appId, identifier);
+  return { chunks: exportChunks(ctx, appId, identifier, user, actor) };
+}
+
+async function* exportChunks(
+  ctx: ServiceContext,
+  appId: string,
+  identifier: string,
+  user: UserRow,
+  actor: Actor,
+): AsyncGenerator<string, void, undefined> {
+  const counts: Record<string, number> = { users: 1, aliases: 0 };
+  let completed = false;
+  try {
+    const aliases = (await listAliases(ctx.db, appId, user.id)).map((a) => ({
+      alias_id: a.alias_id,
+      created_at: a.created_at.toISOString(),
+    }));
+    counts.aliases = aliases.length;
+    const profile: UserExport['user'] = {
+      id: user.id,
+      external_id: user.external_id,
+      email: user.email,
+      phone: user.phone,
+      properties: user.properties ?? {},
+      origin: user.origin,
+      created_at: user.created_at.toISOString(),
+      updated_at: user.updated_at.toISOString(),
+      last_active: iso(user.last_active),
+      event_count: Number(user.event_count),
+      created_via: user.created_via,
+      api_written_at: iso(user.api_written_at),
+    };
+    yield `{"success":true,"user":${JSON.stringify(profile)},"aliases":${JSON.stringify(aliases)}`;
+    for (const name of Object.keys(SECTIONS) as (keyof Sections)[]) {
+      const section = SECTIONS[name];
+      counts[name] = 0;
+      yield `,${JSON.stringify(name)}:[`;
+      let after: ExportCursor | null = null;
+      do {
+        const page = await userRecordsPage(ctx.db, section.table, appId, user.id, after, EXPORT_PAGE_SIZE);
+        if (page.rows.length > 0) {
+          const items = page.rows.map((r) => JSON.stringify(section.view(r, user))).join(',');
+          yield counts[name] > 0 ? `,${items}` : items;
+          counts[name] += page.rows.length;
+        }
+        after = page.next;
+      } while (after);
+      yield ']';
+    }
+    yield '}';
+    completed = true;
+  } finally {
+    await insertAuditEntry(ctx.db, {
+      id: uuidv7(ctx.clock().getTime()),
+      app_id: appId,
+      action: 'user.export',
+      actor,
+      user_ref: identifier,
+      counts,
+      completed,
+      created_at: ctx.clock(),
+    }).catch((err) => ctx.logger.error({ err, app_id: appId }, 'could not record an export in the audit trail'));
+  }
+}
+
+/** A page of the app's audit trail, newest first. */
+export async function auditTrail(ctx: ServiceContext, appId: string, limit: number, offset: number) {
+  const [rows, total] = await Promise.all([
+    listAuditEntries(ctx.db, appId, limit, offset),
+    countAuditEntries(ctx.db, appId),
+  ]);
+  return { rows, total };
+}
