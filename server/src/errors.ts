@@ -81,6 +81,25 @@ export class ServiceUnavailableError extends AppError {
   }
 }
 
+/**
+ * A query ran past its time limit and was stopped (400 QUERY_TIMEOUT): the one timeout error, thrown
+ * by the sandbox executors, the metric queries and every other statement run under a timeout.
+ */
+export class QueryTimeoutError extends AppError {
+  constructor(readonly timeoutMs: number) {
+    super(
+      400,
+      'QUERY_TIMEOUT',
+      `The query ran longer than ${timeoutMs} ms and was stopped. Narrow it down (a shorter time range, fewer joins) and try again.`,
+    );
+  }
+}
+
+/** Whether a database error is PostgreSQL's query_canceled (57014): a statement timeout fired. */
+export function isStatementTimeout(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === '57014';
+}
+
 // Error codes and messages of a database that is down, restarting, gone or out of connections
 // (node-postgres, knex's pool, PGlite), as opposed to a query that failed on its own terms.
 const UNAVAILABLE_CODES = new Set([

@@ -80,7 +80,7 @@ async function stillHealthy() {
     // Only embedded mode cools an organization down, and only the attacker's.
     expect(server.db.kind).toBe('pglite');
     expect({ code: body.code, details: body.details }).toMatchObject({
-      code: 'RATE_LIMITED',
+      code: 'RATE_LIMIT_EXCEEDED',
       details: { reason: 'cooldown' },
     });
     const victims = await attack("SELECT count(*) AS n FROM events WHERE user_id = 'victim-OTHER-TENANT-SECRET'", victim);

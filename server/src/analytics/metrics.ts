@@ -5,8 +5,6 @@
 
 import type { ServiceContext } from '../context.js';
 import { ValidationError } from '../errors.js';
-import { QueryTimeoutError } from '../sandbox/sandbox.js';
-import { StatementTimeout } from '../storage/handle.js';
 import {
   addDays,
   addUnits,
@@ -110,13 +108,7 @@ export async function computeMetric(ctx: ServiceContext, req: MetricRequest): Pr
   const { start, end } = resolveDates(req.startDate, req.endDate, today);
   const unit = req.granularity;
   const list = buckets(start, end, unit);
-  let values: number[];
-  try {
-    values = await METRICS[req.metric](ctx, req, list, unit);
-  } catch (err) {
-    if (err instanceof StatementTimeout) throw new QueryTimeoutError(err.timeoutMs);
-    throw err;
-  }
+  const values = await METRICS[req.metric](ctx, req, list, unit);
   return {
     startDate: start,
     endDate: end,

@@ -7,6 +7,7 @@ import type { ServiceContext } from '../context.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import { describeUsers, type Segment } from '../language/index.js';
+import type { LanguageContext } from '../language/language-context.js';
 import { audienceSqlPrompt } from '../language/prompts.js';
 import {
   audienceSqlCount,
@@ -14,7 +15,7 @@ import {
   compileSegmentCount,
   compileSegmentMembers,
 } from '../language/queries/compile.js';
-import { type LanguageContext, languageContext, readCriteria, refusal } from '../language/service.js';
+import { languageContext, readCriteria, refusal } from '../language/service.js';
 import { LlmError } from '../llm/index.js';
 import { runOverRelations, runSandboxedQuery } from '../sandbox/sandbox.js';
 import type { Db } from '../storage/handle.js';

@@ -12,7 +12,8 @@ import { uuidv7 } from '../ids.js';
 import { inTransaction } from '../storage/handle.js';
 import type { AppRow } from '../storage/tenancy.js';
 import { attemptDelivery } from './push/attempts.js';
-import { clickLink, type PreparedProvider, prepareProvider } from './push/send.js';
+import type { PreparedProvider } from './push/providers.js';
+import { clickLink, prepareProvider } from './push/send.js';
 import {
   campaignPushesSince,
   finishSends,

@@ -10,7 +10,6 @@ import {
   type FilterSpec,
   isFiller,
   isRole,
-  NotUnderstood,
   type NumberSpec,
   roleOf,
   takeFilters,
@@ -21,6 +20,7 @@ import {
 import { parseCriteria, refuseErrors } from './criteria.js';
 import type { Lexicon } from './lexicon.js';
 import type { Reading, Tagged } from './mentions.js';
+import { NotUnderstood } from './not-understood.js';
 import { mergeAdjacent } from './periods.js';
 import { clip, place, relevantEvents, scopeOf } from './place.js';
 import { SKIPPABLE } from './words.js';

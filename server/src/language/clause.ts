@@ -5,19 +5,10 @@
 import type { Bounds, Condition, Filter, Op, Period, Scalar } from './ast.js';
 import type { Lexicon, Target } from './lexicon.js';
 import type { Tagged } from './mentions.js';
+import { NotUnderstood } from './not-understood.js';
 import { NUMBER_WORDS } from './period-phrases.js';
 import { mergeAdjacent } from './periods.js';
 import { FILLERS, SKIPPABLE } from './words.js';
-
-/** The text could not be read; `unknown` names the words that could not be placed. */
-export class NotUnderstood extends Error {
-  constructor(
-    message: string,
-    readonly unknown: string[] = [],
-  ) {
-    super(message);
-  }
-}
 
 export const isRole = (m: Tagged | undefined, ...roles: string[]): boolean =>
   m?.kind === 'role' && (roles.length === 0 || roles.includes(m.role));

@@ -10,7 +10,6 @@ import {
   eventsOf,
   isFiller,
   isRole,
-  NotUnderstood,
   type NumberSpec,
   not,
   periodOf,
@@ -22,6 +21,7 @@ import {
 } from './clause.js';
 import type { Lexicon } from './lexicon.js';
 import type { Reading, Tagged } from './mentions.js';
+import { NotUnderstood } from './not-understood.js';
 import { clip, place, relevantEvents, scopeOf } from './place.js';
 import { SKIPPABLE } from './words.js';
 

@@ -5,10 +5,10 @@
 
 import { parseQuestion } from './analytics.js';
 import type { Condition, Query } from './ast.js';
-import { NotUnderstood } from './clause.js';
 import { parseCriteria } from './criteria.js';
 import { type Lexicon, nameWords } from './lexicon.js';
 import { read } from './mentions.js';
+import { NotUnderstood } from './not-understood.js';
 
 export type { Condition, Query, Segment } from './ast.js';
 export { describeCondition, describeQuery, describeUsers } from './describe.js';

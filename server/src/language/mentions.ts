@@ -3,8 +3,8 @@
 // app's lexicon (events, property keys and values), the engine's own words (measures, metrics,
 // comparisons, grouping, negation...), numbers, quoted names and leftover words.
 import type { Period } from './ast.js';
-import { NotUnderstood } from './clause.js';
 import { forms, type Lexicon, type Target } from './lexicon.js';
+import { NotUnderstood } from './not-understood.js';
 import { findPeriods } from './period-phrases.js';
 import { BUILTIN_WORDS, builtinIndex } from './roles.js';
 import { type Token, tokenize } from './tokens.js';

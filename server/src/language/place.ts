@@ -3,8 +3,9 @@
 // never seen, or a numeric comparison on text. This is what keeps "revenue where plan is premium"
 // (plan is a user property) and "purchases where browser is chrome" (no such property) honest.
 import type { Filter } from './ast.js';
-import { type FilterSpec, NotUnderstood } from './clause.js';
+import type { FilterSpec } from './clause.js';
 import type { Lexicon, PropertyStats } from './lexicon.js';
+import { NotUnderstood } from './not-understood.js';
 
 const NUMERIC_OPS = new Set(['gt', 'gte', 'lt', 'lte', 'between']);
 const VALUE_OPS = new Set(['eq', 'neq', 'in', 'not_in']);

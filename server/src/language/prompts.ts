@@ -1,7 +1,7 @@
 // What the language model is told when the built-in engine does not understand a text: the AST's
 // meaning (it answers in the JSON Schema of language/schema.ts), the app's own vocabulary, the
 // time zone and today's date; and, as the last resort, the sandbox relations for writing SQL.
-import type { LanguageContext } from './service.js';
+import type { LanguageContext } from './language-context.js';
 
 type PropertyWords = LanguageContext['lexicon']['userProperties'] extends Map<string, infer P> ? P : never;
 

@@ -5,8 +5,8 @@
 // same compiler runs it. A model that names an event or property the app does not have is refused.
 import { z } from 'zod';
 import type { Anchor, Bounds, Condition, Dimension, EventSet, Filter, Measure, Part, Period, Query } from './ast.js';
-import { NotUnderstood } from './clause.js';
 import type { Lexicon } from './lexicon.js';
+import { NotUnderstood } from './not-understood.js';
 import { place } from './place.js';
 
 const num = z.number().nullable();

@@ -22,6 +22,7 @@ import {
   understandCriteria,
   understandQuestion,
 } from './index.js';
+import type { LanguageContext } from './language-context.js';
 import { criteriaPrompt, questionPrompt } from './prompts.js';
 import type { CompileContext } from './queries/compile.js';
 import { lexiconFingerprint, loadLexiconData } from './queries/lexicon.js';
@@ -57,15 +58,6 @@ export async function appLexicon(ctx: Pick<ServiceContext, 'db'>, appId: string)
   if (cache.size > 1_000) cache.clear();
   cache.set(appId, { fingerprint, checkedAt: now, builtAt: now, lexicon });
   return lexicon;
-}
-
-/** Everything the engine and the compiler need for one app at one moment. */
-export interface LanguageContext {
-  appId: string;
-  lexicon: Lexicon;
-  clock: Clock;
-  timeZone: string;
-  compile: CompileContext;
 }
 
 export async function languageContext(ctx: ServiceContext, appId: string): Promise<LanguageContext> {

@@ -10,18 +10,12 @@
 // caps on rows and bytes.
 
 import type { ServiceContext } from '../context.js';
-import { AppError } from '../errors.js';
+import { AppError, isStatementTimeout, QueryTimeoutError } from '../errors.js';
 import { findApp } from '../storage/tenancy.js';
 import { SandboxAdmission } from './admission.js';
 import { checkSandboxSql, SandboxRejection } from './check.js';
 import { EMBEDDED_MAX_JOIN_ROWS } from './queries/embedded.js';
-import {
-  EMBEDDED_MAX_COST,
-  QueryTooExpensive,
-  type SandboxDatabase,
-  SandboxTimeout,
-  SandboxUnavailable,
-} from './queries/executor.js';
+import { EMBEDDED_MAX_COST, QueryTooExpensive, type SandboxDatabase, SandboxUnavailable } from './queries/executor.js';
 
 export const DEFAULT_ROW_CAP = 10_000;
 export const DEFAULT_BYTE_CAP = 4 * 1024 * 1024;
@@ -68,16 +62,6 @@ async function organizationOf(ctx: SandboxContext, appId: string, given: string 
 export class QueryRejectedError extends AppError {
   constructor(message: string) {
     super(400, 'QUERY_REJECTED', message);
-  }
-}
-
-export class QueryTimeoutError extends AppError {
-  constructor(timeoutMs: number) {
-    super(
-      400,
-      'QUERY_TIMEOUT',
-      `The query ran longer than ${timeoutMs} ms and was stopped. Narrow it down (a shorter time range, fewer joins) and try again.`,
-    );
   }
 }
 
@@ -160,7 +144,7 @@ async function execute(
         byteCap: options.byteCap ?? DEFAULT_BYTE_CAP,
       });
     } catch (err) {
-      if (err instanceof SandboxTimeout && ctx.sandbox.embedded) {
+      if (err instanceof QueryTimeoutError && ctx.sandbox.embedded) {
         const ms = admission.capHit(organizationId, now());
         ctx.logger?.warn(
           { organization_id: organizationId, app_id: appId, cooldown_ms: ms },
@@ -180,7 +164,6 @@ async function execute(
 
 function translate(err: unknown, timeoutMs: number): unknown {
   if (err instanceof AppError) return err;
-  if (err instanceof SandboxTimeout) return new QueryTimeoutError(timeoutMs);
   if (err instanceof QueryTooExpensive && err.joinRows !== undefined) {
     return new QueryRejectedError(
       `The query's joins could pair about ${err.joinRows.toLocaleString('en')} rows of this app, more than embedded mode runs (${EMBEDDED_MAX_JOIN_ROWS.toLocaleString('en')}): joining events on an event name or a user pairs every matching event with every other. Filter both sides (a time range, an event name), join on an id, or run Tally on PostgreSQL.`,
@@ -199,7 +182,7 @@ function translate(err: unknown, timeoutMs: number): unknown {
     );
   }
   const e = err as { code?: string; message?: string };
-  if (e?.code === '57014') return new QueryTimeoutError(timeoutMs);
+  if (isStatementTimeout(err)) return new QueryTimeoutError(timeoutMs);
   // Errors PostgreSQL raises for the statement itself (syntax, unknown column, bad cast, read-only,
   // permission): the caller's query is at fault, and the message helps them fix it.
   if (typeof e?.code === 'string' && /^(22|42|25|0A|2B|21|23|44|53|54)/.test(e.code)) {

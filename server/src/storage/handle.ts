@@ -21,10 +21,3 @@ export function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<
 export function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === '23505';
 }
-
-/** A query ran over its statement timeout and was cancelled. */
-export class StatementTimeout extends Error {
-  constructor(readonly timeoutMs: number) {
-    super(`query ran over its statement timeout of ${timeoutMs} ms`);
-  }
-}

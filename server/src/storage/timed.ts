@@ -1,7 +1,7 @@
 // Runs one analytics statement under the analytics statement timeout, so a runaway range cannot
 // hold a connection (PostgreSQL; the embedded database accepts the setting but does not enforce it).
 import type { Knex } from 'knex';
-import { QueryTimeoutError } from '../sandbox/sandbox.js';
+import { isStatementTimeout, QueryTimeoutError } from '../errors.js';
 
 export async function timedRows<T>(
   db: Knex,
@@ -15,7 +15,7 @@ export async function timedRows<T>(
       return (await trx.raw(sql, bindings as never[])).rows as T[];
     });
   } catch (err) {
-    if ((err as { code?: string }).code === '57014') throw new QueryTimeoutError(timeoutMs);
+    if (isStatementTimeout(err)) throw new QueryTimeoutError(timeoutMs);
     throw err;
   }
 }

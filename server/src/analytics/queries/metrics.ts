@@ -1,8 +1,9 @@
 // Queries behind the metrics of GET /v1/analytics/metrics (analytics/metrics.ts decides buckets
 // and arithmetic). Each counts per bucket of a calendar unit in the organization's time zone, over
 // a range of naive local times [lo, hi), keyed 'YYYY-MM-DD HH24:MI' by the bucket's natural start;
-// bot traffic is left out everywhere; each runs under a statement timeout (StatementTimeout).
-import { type Db, StatementTimeout } from '../../storage/handle.js';
+// bot traffic is left out everywhere; each runs under a statement timeout (storage/timed.ts).
+import type { Db } from '../../storage/handle.js';
+import { timedRows as rows } from '../../storage/timed.js';
 
 export type BucketUnit = 'hour' | 'day' | 'week' | 'month';
 
@@ -42,19 +43,6 @@ const REVENUE = `coalesce(
 // so the planner can use it. `\\?` is jsonb's ? operator (knex reads a bare ? as a binding).
 const CARRIES_REVENUE = `(properties \\? 'revenue' or properties \\? 'amount')`;
 const NUMERIC_REVENUE = `(jsonb_typeof(properties->'revenue') = 'number' or jsonb_typeof(properties->'amount') = 'number')`;
-
-/** Runs one metric query under the statement timeout (a runaway range cannot hold a connection). */
-async function rows<T>(db: Db, timeoutMs: number, sql: string, bindings: unknown[]): Promise<T[]> {
-  try {
-    return await db.transaction(async (trx) => {
-      await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
-      return (await trx.raw(sql, bindings as never[])).rows as T[];
-    });
-  } catch (err) {
-    if ((err as { code?: string }).code === '57014') throw new StatementTimeout(timeoutMs);
-    throw err;
-  }
-}
 
 /** Distinct users per bucket among the app's events matching `extra`. */
 async function distinctUsersPerBucket(

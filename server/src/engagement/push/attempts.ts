@@ -9,9 +9,9 @@
 import type { ServiceContext } from '../../context.js';
 import type { AppRow } from '../../storage/tenancy.js';
 import { type BatchResult, ProviderError, type ProviderKind, type PushUser } from './provider.js';
+import type { PreparedProvider } from './providers.js';
 import { type DeliveryResolution, resolveDeliveries, scheduleRetry } from './queries/push.js';
 import { retryDelay } from './retry.js';
-import type { PreparedProvider } from './send.js';
 
 /** One provider call: for one delivery, or for a campaign batch (many deliveries, one call). */
 export type Attempt = {

@@ -9,6 +9,12 @@ import { WebhookProvider } from './webhook.js';
 import { WebPushProvider } from './webpush.js';
 import { WonderPushProvider } from './wonderpush.js';
 
+/** An app's stored provider row and the adapter built from it. */
+export interface PreparedProvider {
+  row: PushProviderRow;
+  provider: PushProvider;
+}
+
 export function providerFor(
   row: PushProviderRow,
   secrets: Record<string, string>,

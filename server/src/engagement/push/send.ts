@@ -13,7 +13,7 @@ import { addBatchClick, findBatch } from '../queries/campaign-sends.js';
 import { attemptDelivery } from './attempts.js';
 import { composeMessage, finishGenerated } from './composer.js';
 import type { ProviderError, ProviderKind, PushProvider } from './provider.js';
-import { providerFor } from './providers.js';
+import { type PreparedProvider, providerFor } from './providers.js';
 import {
   type DeliveryRow,
   findDelivery,
@@ -208,11 +208,6 @@ export async function generateMessage(
 
 /** The tracked click link of a delivery. `linkBase` is PUBLIC_BASE_URL or the request's origin. */
 export const clickLink = (linkBase: string, deliveryId: string) => `${linkBase.replace(/\/+$/, '')}/v1/r/${deliveryId}`;
-
-export interface PreparedProvider {
-  row: PushProviderRow;
-  provider: PushProvider;
-}
 
 /** The app's adapter with its secrets opened; PUSH_NOT_CONFIGURED (400) without a provider. */
 export async function prepareProvider(ctx: ServiceContext, app: AppRow): Promise<PreparedProvider> {

@@ -18,8 +18,9 @@ import { type AppRow, findApp } from '../../storage/tenancy.js';
 import { type CampaignEngine, sendQueued } from '../campaign-runs.js';
 import { findBatch, requeueAbandonedSends } from '../queries/campaign-sends.js';
 import { attemptDelivery } from './attempts.js';
+import type { PreparedProvider } from './providers.js';
 import { claimDueDeliveries, type DueDelivery, externalIds, resolveDeliveries } from './queries/push.js';
-import { clickLink, type PreparedProvider, prepareProvider } from './send.js';
+import { clickLink, prepareProvider } from './send.js';
 
 export interface SweepOutcome {
   requeued: number;

@@ -5,7 +5,7 @@
 // for a period that is not one, the same number of days right after or before it.
 import type { MetricName, Period, Query } from '../ast.js';
 import { addMonths, metricDefaultPeriod, shiftUnit } from '../periods.js';
-import { type BucketRange, bucketsOf } from './compile.js';
+import { type BucketRange, bucketsOf } from './compile-buckets.js';
 import type { Sql } from './compile-parts.js';
 
 interface MetricBucket extends BucketRange {

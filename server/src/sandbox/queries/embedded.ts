@@ -7,6 +7,7 @@
 // restarts on the same data.
 import type { Knex } from 'knex';
 import type pg from 'pg';
+import { QueryTimeoutError } from '../../errors.js';
 import type { EmbeddedHost } from '../../storage/embedded/host.js';
 import { TimeCapExceeded } from '../../storage/embedded/host.js';
 import {
@@ -17,7 +18,6 @@ import {
   type SandboxDatabase,
   type SandboxRows,
   type SandboxStatement,
-  SandboxTimeout,
   wrapStatement,
 } from './executor.js';
 import { appKeyStats, joinRows, type KeyStats } from './plan.js';
@@ -98,7 +98,7 @@ class EmbeddedSandbox implements SandboxDatabase {
     } catch (err) {
       if (err instanceof TimeCapExceeded) {
         this.stoppedByForce++;
-        throw new SandboxTimeout(q.timeoutMs);
+        throw new QueryTimeoutError(q.timeoutMs);
       }
       if (open) await client.query('ROLLBACK').catch(() => undefined);
       throw err;

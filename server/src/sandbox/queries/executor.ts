@@ -36,12 +36,6 @@ export interface SandboxRows {
   truncated: boolean;
 }
 
-export class SandboxTimeout extends Error {
-  constructor(readonly timeoutMs: number) {
-    super(`sandbox query ran over ${timeoutMs} ms`);
-  }
-}
-
 export class SandboxUnavailable extends Error {
   constructor(readonly problems: string[]) {
     super(`the SQL sandbox is not confined: ${problems.join('; ')}`);

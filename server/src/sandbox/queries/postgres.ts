@@ -10,6 +10,7 @@
 import type { Knex } from 'knex';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { isStatementTimeout, QueryTimeoutError } from '../../errors.js';
 import {
   appSettingStatement,
   NO_PARALLEL_WORKERS,
@@ -18,7 +19,6 @@ import {
   type SandboxDatabase,
   type SandboxRows,
   type SandboxStatement,
-  SandboxTimeout,
   SandboxUnavailable,
   sandboxApplicationName,
   wrapStatement,
@@ -151,11 +151,11 @@ class PostgresSandbox implements SandboxDatabase {
       }
       return result;
     } catch (err) {
-      if ((err as { code?: string }).code === '57014') {
+      if (isStatementTimeout(err)) {
         // The statement timeout stopped it: once its backend has rolled back (and is idle, no
         // longer counted for the organization), the connection is as good as new.
         broken = !(await this.reset(client));
-        throw new SandboxTimeout(q.timeoutMs);
+        throw new QueryTimeoutError(q.timeoutMs);
       }
       throw err;
     } finally {
@@ -191,7 +191,7 @@ class PostgresSandbox implements SandboxDatabase {
       return result;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
-      if ((err as { code?: string }).code === '57014') throw new SandboxTimeout(q.timeoutMs);
+      if (isStatementTimeout(err)) throw new QueryTimeoutError(q.timeoutMs);
       throw err;
     } finally {
       await this.knex.client.releaseConnection(client);
@@ -200,7 +200,7 @@ class PostgresSandbox implements SandboxDatabase {
 
   /**
    * Runs the query; if it is still running OVERRUN_GRACE_MS past its statement timeout, stops it
-   * from outside and rejects with SandboxTimeout at once, whatever its backend still does.
+   * from outside and rejects with QueryTimeoutError at once, whatever its backend still does.
    */
   private async guarded<T>(client: pg.ClientBase, q: SandboxStatement, start: () => Promise<T>): Promise<T> {
     const work = start();
@@ -210,8 +210,8 @@ class PostgresSandbox implements SandboxDatabase {
       timer = setTimeout(() => {
         stopping = this.stop(client, q, work);
         stopping.then(
-          () => reject(new SandboxTimeout(q.timeoutMs)),
-          () => reject(new SandboxTimeout(q.timeoutMs)),
+          () => reject(new QueryTimeoutError(q.timeoutMs)),
+          () => reject(new QueryTimeoutError(q.timeoutMs)),
         );
       }, q.timeoutMs + OVERRUN_GRACE_MS);
     });
@@ -223,7 +223,7 @@ class PostgresSandbox implements SandboxDatabase {
         // cutting the connection fails the query at once; the answer waits until the backend is gone
         work.catch(() => undefined);
         await (stopping as Promise<void>).catch(() => undefined);
-        throw new SandboxTimeout(q.timeoutMs);
+        throw new QueryTimeoutError(q.timeoutMs);
       }
       throw err;
     } finally {

@@ -1,0 +1,11 @@
+// The engine's one refusal: a question or criteria text it could not read, with the words it
+// could not place (the service turns it into a clear answer for the user).
+/** The text could not be read; `unknown` names the words that could not be placed. */
+export class NotUnderstood extends Error {
+  constructor(
+    message: string,
+    readonly unknown: string[] = [],
+  ) {
+    super(message);
+  }
+}
