@@ -95,3 +95,9 @@ export function label(local: string, unit: Unit): string {
 export function daysBetween(a: string, b: string): number {
   return Math.round((toNaive(b).getTime() - toNaive(a).getTime()) / 86_400_000);
 }
+
+/** Quiet hours as an app stores them: `HH:MM-HH:MM` in local time (`22:00-08:00`). */
+export const QUIET_HOURS = /^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)$/;
+
+/** Whether a quiet-hours setting is well formed and not empty (`22:00-08:00`, not `09:00-09:00`). */
+export const validQuietHours = (value: string) => QUIET_HOURS.test(value) && value.slice(0, 5) !== value.slice(6);

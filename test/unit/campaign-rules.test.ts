@@ -11,8 +11,8 @@ import {
   nextCronRun,
   quietHoursEnd,
   shortestGapMs,
-  validQuietHours,
 } from '../../server/src/engagement/campaign-schedule.js';
+import { validQuietHours } from '../../server/src/time.js';
 
 const at = (iso: string) => new Date(iso);
 

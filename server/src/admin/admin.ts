@@ -1,7 +1,6 @@
 // Operator actions behind the admin API and the `tally` CLI: organizations, apps, keys, versions.
 
 import type { ServiceContext } from '../context.js';
-import { validQuietHours } from '../engagement/campaign-schedule.js';
 import { type FieldError, NotFoundError, refuseIfAny } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import {
@@ -19,6 +18,7 @@ import {
   updateOrganization,
   type VersionRow,
 } from '../storage/tenancy.js';
+import { validQuietHours } from '../time.js';
 import { createKey, getKey, listKeys, type Permission, revokeKey } from './keys.js';
 
 function checkTimezone(timezone: string | undefined, errors: FieldError[]): void {

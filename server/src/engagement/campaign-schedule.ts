@@ -2,7 +2,7 @@
 // (cron-parser follows the zone's daylight-saving rules), the default daily recurrence, quiet
 // hours (`HH:MM-HH:MM`, possibly across midnight) and when a send held by them may go.
 import cronParser from 'cron-parser';
-import { localTimestamp, zonedToInstant } from '../time.js';
+import { localTimestamp, QUIET_HOURS, zonedToInstant } from '../time.js';
 
 /** Why a cron expression is refused, or null when it is valid. */
 export function cronProblem(expression: string): string | null {
@@ -43,18 +43,13 @@ export function dailyAt(at: Date, timeZone: string): string {
   return `${Number(local.slice(14, 16))} ${Number(local.slice(11, 13))} * * *`;
 }
 
-const QUIET = /^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)$/;
-
-/** Whether a quiet-hours setting is well formed (`22:00-08:00`). */
-export const validQuietHours = (value: string) => QUIET.test(value) && value.slice(0, 5) !== value.slice(6);
-
 /**
  * When a send due at `now` may go given quiet hours in `timeZone`: `now` outside them, else the
  * end of the quiet period (in local time, so daylight-saving changes move it with the clock).
  */
 export function quietHoursEnd(now: Date, quietHours: string | null, timeZone: string): Date {
   if (!quietHours) return now;
-  const m = QUIET.exec(quietHours);
+  const m = QUIET_HOURS.exec(quietHours);
   if (!m) return now;
   const start = Number(m[1]) * 60 + Number(m[2]);
   const end = Number(m[3]) * 60 + Number(m[4]);

@@ -20,9 +20,9 @@ import {
   type VisitWrite,
 } from '../storage/event-writer.js';
 import type { AppRow } from '../storage/tenancy.js';
-import { notOpenToBrowsers } from '../website/identity-rule.js';
-import { latestVisitIsBot } from '../website/queries/website.js';
+import { notOpenToBrowsers } from './browser-writes.js';
 import { checkIdentifier, checkProperties, checkTimestamp, EVENT_FIELD_LIMITS } from './limits.js';
+import { latestVisitIsBot } from './queries/visits.js';
 
 export type { IngestResult };
 

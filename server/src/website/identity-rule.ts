@@ -6,7 +6,8 @@
 
 import type { ServiceContext } from '../context.js';
 import { openToBrowsers, type UserRow } from '../storage/users.js';
-import { checkUserHash, IdentityNotVerifiedError } from './identity-secrets.js';
+import { notOpenToBrowsers } from '../tracking/browser-writes.js';
+import { checkUserHash } from './identity-secrets.js';
 
 /**
  * Where a user came from (`users.created_via`): the REST API (and admin, demo data), a browser
@@ -35,9 +36,6 @@ export async function browserIdentity(
   return { verified, createdVia: verified ? 'website_verified' : 'website' };
 }
 
-export const hashAdvice =
-  "Compute the hash on your server (hex HMAC-SHA256 of the id with the app's identity secret) and pass it to ServiceWeb.setUserId(id, { userHash }).";
-
 /** 403 IDENTITY_NOT_VERIFIED unless the request is verified or the user is open to browsers. */
 export function requireOpen(
   identity: Pick<BrowserIdentity, 'verified'>,
@@ -46,11 +44,4 @@ export function requireOpen(
 ): void {
   if (identity.verified || openToBrowsers(user)) return;
   throw notOpenToBrowsers(identifier);
-}
-
-/** The refusal of a browser request naming a user that is not open to browsers. */
-export function notOpenToBrowsers(identifier: string): IdentityNotVerifiedError {
-  return new IdentityNotVerifiedError(
-    `"${identifier}" names a user your backend created or wrote through the REST API (or one a browser identified with a hash), so a browser may only reach it with a user_hash of that id. ${hashAdvice}`,
-  );
 }

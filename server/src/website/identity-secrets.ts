@@ -6,10 +6,11 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { getApp } from '../admin/admin.js';
 import type { ServiceContext } from '../context.js';
-import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import { open, SecretsUnreadableError, seal } from '../secrets.js';
 import { inTransaction } from '../storage/handle.js';
+import { IdentityNotVerifiedError } from '../tracking/browser-writes.js';
 import {
   deleteIdentitySecret,
   identitySecretIds,
@@ -30,12 +31,6 @@ export interface IdentitySecretInfo {
 /** The hash a site's server computes for a user id: lower-case hex HMAC-SHA256 keyed by the secret. */
 export function userHashFor(secret: string, userId: string): string {
   return createHmac('sha256', secret).update(userId, 'utf8').digest('hex');
-}
-
-export class IdentityNotVerifiedError extends ForbiddenError {
-  constructor(message: string) {
-    super('IDENTITY_NOT_VERIFIED', message);
-  }
 }
 
 const info = (r: IdentitySecretInfo): IdentitySecretInfo => ({ id: r.id, created_at: r.created_at });

@@ -24,11 +24,11 @@ import {
   type UserRow,
   updateUserProfile,
 } from '../storage/users.js';
+import { IdentityNotVerifiedError } from '../tracking/browser-writes.js';
 import { ingest } from '../tracking/ingestion.js';
 import { checkIdentifier, checkProperties } from '../tracking/limits.js';
 import { classifyVisit } from './bot-detection.js';
 import { type BrowserIdentity, browserIdentity, requireOpen } from './identity-rule.js';
-import { IdentityNotVerifiedError } from './identity-secrets.js';
 import { hasAliases, mergeUserInto, moveLateEvents, upsertPushSubscription } from './queries/website.js';
 
 /** Who sent a website request, as seen by the server. */
