@@ -83,7 +83,10 @@ async function stillHealthy() {
       code: 'RATE_LIMIT_EXCEEDED',
       details: { reason: 'cooldown' },
     });
-    const victims = await attack("SELECT count(*) AS n FROM events WHERE user_id = 'victim-OTHER-TENANT-SECRET'", victim);
+    const victims = await attack(
+      "SELECT count(*) AS n FROM events WHERE user_id = 'victim-OTHER-TENANT-SECRET'",
+      victim,
+    );
     expect(victims.status).toBe(200);
     expect(victims.body.data).toEqual([{ n: 1 }]);
     clockAhead += 61 * 60_000; // past the longest cool-down and out of its memory
