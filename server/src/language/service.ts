@@ -12,7 +12,6 @@ import type { Db } from '../storage/handle.js';
 import { findApp, findOrganization } from '../storage/tenancy.js';
 import { localDate } from '../time.js';
 import {
-  type Clock,
   type Condition,
   examples,
   Lexicon,
@@ -24,7 +23,6 @@ import {
 } from './index.js';
 import type { LanguageContext } from './language-context.js';
 import { criteriaPrompt, questionPrompt } from './prompts.js';
-import type { CompileContext } from './queries/compile.js';
 import { lexiconFingerprint, loadLexiconData } from './queries/lexicon.js';
 import { CRITERIA_SCHEMA, criteriaFromModel, QUERY_SCHEMA, queryFromModel } from './schema.js';
 

@@ -12,7 +12,7 @@ import { findUserByIdentifier, type UserRow } from '../../storage/users.js';
 import { addBatchClick, findBatch } from '../queries/campaign-sends.js';
 import { attemptDelivery } from './attempts.js';
 import { composeMessage, finishGenerated } from './composer.js';
-import type { ProviderError, ProviderKind, PushProvider } from './provider.js';
+import type { ProviderError, ProviderKind } from './provider.js';
 import { type PreparedProvider, providerFor } from './providers.js';
 import {
   type DeliveryRow,

@@ -4,15 +4,8 @@
 // property's name or `key`, `user_id`, `date`) and `value`; a series is `date` and `value` (plus
 // the dimension), with every bucket of the period listed, empty ones at 0. Audience conditions
 // compile here too (count and members of a segment).
-import {
-  addDays,
-  addUnits as addLocal,
-  label as labelOf,
-  localTimestamp as localOf,
-  truncate as truncateLocal,
-} from '../../time.js';
-import type { Bucket, Condition, Dimension, EventSet, Part, Period, Query } from '../ast.js';
-import { resolveAnchor } from '../periods.js';
+import { localTimestamp as localOf } from '../../time.js';
+import type { Bucket, Condition, Dimension, EventSet, Part, Query } from '../ast.js';
 import { bucketsOf } from './compile-buckets.js';
 import { metricSql } from './compile-metrics.js';
 import { type CompileContext, Sql } from './compile-parts.js';
