@@ -2,24 +2,14 @@
 // totals and most frequent events, and its release history. Access (which apps a key may read) is
 // decided by admin/access.ts before these run.
 
-import { type AudienceRow, listAudiences } from '../audiences/queries/audiences.js';
+import { storedAudiences } from '../audiences/members.js';
+import type { AudienceRow } from '../audiences/queries/audiences.js';
 import type { ServiceContext } from '../context.js';
 import { type AppRow, listApps } from '../storage/tenancy.js';
 import { type AppTotals, type AppVersionRow, appTotals, listAppVersions, topEventNames } from './queries/app-usage.js';
 
 /** How many event names the app resource lists. */
 export const TOP_EVENTS = 10;
-const AUDIENCE_PAGE = 500;
-
-/** Every audience of an app, newest first, as stored (counts are not recomputed). */
-export async function storedAudiences(ctx: ServiceContext, appId: string): Promise<AudienceRow[]> {
-  const all: AudienceRow[] = [];
-  for (let offset = 0; ; offset += AUDIENCE_PAGE) {
-    const page = await listAudiences(ctx.db, appId, AUDIENCE_PAGE, offset);
-    all.push(...page);
-    if (page.length < AUDIENCE_PAGE) return all;
-  }
-}
 
 /** The organization's apps (oldest first) and their audiences (per app, newest first). */
 export async function resourceIndex(

@@ -6,15 +6,16 @@
 import type { ServiceContext } from '../context.js';
 import { AppError, NotFoundError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
-import { describeUsers, type Segment } from '../language/index.js';
-import type { LanguageContext } from '../language/language-context.js';
-import { audienceSqlPrompt } from '../language/prompts.js';
 import {
   audienceSqlCount,
   audienceSqlMembers,
   compileSegmentCount,
   compileSegmentMembers,
-} from '../language/queries/compile.js';
+  describeUsers,
+  type Segment,
+} from '../language/index.js';
+import type { LanguageContext } from '../language/language-context.js';
+import { audienceSqlPrompt } from '../language/prompts.js';
 import { languageContext, readCriteria, refusal } from '../language/service.js';
 import { LlmError } from '../llm/index.js';
 import { runOverRelations, runSandboxedQuery } from '../sandbox/sandbox.js';

@@ -7,12 +7,13 @@ import { NotFoundError } from '../errors.js';
 import { isUuid } from '../ids.js';
 import { type AppRow, listApps } from '../storage/tenancy.js';
 import { type AudienceMember, audienceMembers, listAudiencesPage } from './audiences.js';
-import { type AudienceRow, findAudience } from './queries/audiences.js';
+import { type AudienceRow, findAudience, listAudiences } from './queries/audiences.js';
 
 /** Members listed by the audience detail. */
 export const DETAIL_MEMBERS = 100;
 const PAGE = 100;
 const MEMBER_PAGE = 10_000;
+const STORED_PAGE = 500;
 
 /** Every audience of the app, newest first, with counts recomputed when stale. */
 export async function appAudiences(ctx: ServiceContext, appId: string): Promise<AudienceRow[]> {
@@ -22,6 +23,25 @@ export async function appAudiences(ctx: ServiceContext, appId: string): Promise<
     all.push(...audiences);
     if (audiences.length < PAGE || offset + PAGE >= total) return all;
   }
+}
+
+/** Every audience of an app, newest first, as stored (counts are not recomputed). */
+export async function storedAudiences(ctx: ServiceContext, appId: string): Promise<AudienceRow[]> {
+  const all: AudienceRow[] = [];
+  for (let offset = 0; ; offset += STORED_PAGE) {
+    const page = await listAudiences(ctx.db, appId, STORED_PAGE, offset);
+    all.push(...page);
+    if (page.length < STORED_PAGE) return all;
+  }
+}
+
+/** The app's audience with this id as stored, or undefined (an id that is not a UUID finds none). */
+export async function findAppAudience(
+  ctx: ServiceContext,
+  appId: string,
+  audienceId: string,
+): Promise<AudienceRow | undefined> {
+  return isUuid(audienceId) ? await findAudience(ctx.db, appId, audienceId) : undefined;
 }
 
 /** An audience of one of the organization's apps, with its first members and their number. */

@@ -2,7 +2,7 @@
 // performance, DESIGN §10) shared by the admin API, the MCP resources and get_campaign_status, and
 // the REST "Get Campaign Status" body (rates as fractions) for a campaign or a /sendpush deliveryId.
 import type { CampaignStatusResult, CampaignSummary, McpCampaignDetail } from '@tally/client';
-import { findAudience } from '../audiences/queries/audiences.js';
+import { findAppAudience } from '../audiences/members.js';
 import type { ServiceContext } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import { isUuid } from '../ids.js';
@@ -38,7 +38,7 @@ export async function campaignDetail(ctx: ServiceContext, app: AppRow, c: Campai
   const figures = await deliveryFigures(ctx.db, app.id, { campaignId: c.id });
   const timeZone = await appTimeZone(ctx, app);
   const peak = await peakDeliveryHour(ctx.db, app.id, c.id, timeZone);
-  const audience = c.audience_id ? await findAudience(ctx.db, app.id, c.audience_id) : undefined;
+  const audience = c.audience_id ? await findAppAudience(ctx, app.id, c.audience_id) : undefined;
   const audienceName = audience?.name ?? null;
   return {
     ...campaignSummary(c, counts),

@@ -3,7 +3,7 @@
 // CLI and the MCP tools all call these; the engine that runs them is engagement/campaign-runs.ts.
 import type { CampaignCreate } from '@tally/client';
 import { type AudienceDraft, draftAudience, storeAudience } from '../audiences/audiences.js';
-import { findAudience } from '../audiences/queries/audiences.js';
+import { findAppAudience } from '../audiences/members.js';
 import type { ServiceContext } from '../context.js';
 import { ConflictError, type FieldError, NotFoundError, refuseIfAny } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
@@ -146,7 +146,7 @@ export async function planCampaign(
   const { nextRunAt } = firstRun({ input, creator }, ctx, ctx.clock(), timeZone);
   let audience: CampaignPlan['audience'] = null;
   if (input.audience_id !== undefined) {
-    const found = isUuid(input.audience_id) ? await findAudience(ctx.db, app.id, input.audience_id) : undefined;
+    const found = await findAppAudience(ctx, app.id, input.audience_id);
     if (!found) throw new NotFoundError(`No audience with id ${input.audience_id} in this app.`);
     audience = { existing: { id: found.id, user_count: Number(found.user_count), auto_created: false } };
   }

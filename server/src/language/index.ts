@@ -14,6 +14,14 @@ export type { Condition, Query, Segment } from './ast.js';
 export { describeCondition, describeQuery, describeUsers } from './describe.js';
 export { Lexicon, type LexiconData } from './lexicon.js';
 export { describePeriod } from './periods.js';
+export {
+  audienceSqlCount,
+  audienceSqlMembers,
+  type CompiledSql,
+  compileQuery,
+  compileSegmentCount,
+  compileSegmentMembers,
+} from './queries/compile.js';
 export { NotUnderstood };
 
 export interface Clock {
