@@ -1,5 +1,5 @@
 // Which part of server/src may import which (docs/development.md draws it), checked by
-// `npm run check` (scripts/check-layers.mjs runs dependency-cruiser with this file).
+// `npm run check` (`npm run check:layers` runs dependency-cruiser with this file).
 //
 //   top        main.ts, cli.ts, server.ts, app.ts, tally.ts: start things and wire them together
 //   adapters   http/, mcp/, cli/: turn requests into calls of the wings and their results back
