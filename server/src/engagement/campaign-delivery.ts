@@ -62,6 +62,42 @@ export async function deliverSends(
   sends: SendRow[],
   linkBase: string,
 ): Promise<void> {
+  const recipients = await recipientsOf(ctx, app, campaign, sends);
+  if (recipients.length === 0) return;
+  const prepared = await providerOrPostpone(ctx, app, campaign, recipients);
+  if (!prepared) return;
+  const byText = new Map<string, Recipient[]>();
+  for (const r of recipients) byText.set(r.text, [...(byText.get(r.text) ?? []), r]);
+  for (const [text, group] of byText) {
+    const { provider } = prepared;
+    if (provider.sendMany && provider.maxRecipientsPerCall) {
+      for (let i = 0; i < group.length; i += provider.maxRecipientsPerCall) {
+        await sendBatch(
+          ctx,
+          app,
+          campaign,
+          prepared,
+          group.slice(i, i + provider.maxRecipientsPerCall),
+          text,
+          linkBase,
+        );
+      }
+    } else {
+      for (const r of group) await sendOne(ctx, app, campaign, prepared, r, linkBase);
+    }
+  }
+}
+
+/**
+ * The sends that go out, with their text; skips those of users gone or opted out and those over
+ * the app's daily frequency cap (one push per user per run).
+ */
+async function recipientsOf(
+  ctx: ServiceContext,
+  app: AppRow,
+  campaign: CampaignRow,
+  sends: SendRow[],
+): Promise<Recipient[]> {
   const now = ctx.clock();
   const users = new Map(
     (await targetUsersById(ctx.db, app.id, [...new Set(sends.map((s) => s.user_id))])).map((u) => [u.id, u]),
@@ -100,10 +136,22 @@ export async function deliverSends(
     capped.map((s) => s.id),
     { status: 'skipped', reason: 'frequency_cap', updated_at: now },
   );
-  if (recipients.length === 0) return;
-  let prepared: PreparedProvider;
+  return recipients;
+}
+
+/**
+ * The app's provider, or null when there is none to send with: then the sends are skipped
+ * (push_not_configured) or, when its secrets do not open here, queued again for five minutes on.
+ */
+async function providerOrPostpone(
+  ctx: ServiceContext,
+  app: AppRow,
+  campaign: CampaignRow,
+  recipients: Recipient[],
+): Promise<PreparedProvider | null> {
+  const now = ctx.clock();
   try {
-    prepared = await prepareProvider(ctx, app);
+    return await prepareProvider(ctx, app);
   } catch (err) {
     ctx.logger.warn({ app_id: app.id, campaign_id: campaign.id, err: (err as Error).message }, 'campaign not sent');
     const ids = recipients.map((r) => r.send.id);
@@ -115,27 +163,7 @@ export async function deliverSends(
       const later = new Date(now.getTime() + 5 * 60_000);
       await finishSends(ctx.db, app.id, ids, { status: 'queued', not_before: later, updated_at: now });
     }
-    return;
-  }
-  const byText = new Map<string, Recipient[]>();
-  for (const r of recipients) byText.set(r.text, [...(byText.get(r.text) ?? []), r]);
-  for (const [text, group] of byText) {
-    const { provider } = prepared;
-    if (provider.sendMany && provider.maxRecipientsPerCall) {
-      for (let i = 0; i < group.length; i += provider.maxRecipientsPerCall) {
-        await sendBatch(
-          ctx,
-          app,
-          campaign,
-          prepared,
-          group.slice(i, i + provider.maxRecipientsPerCall),
-          text,
-          linkBase,
-        );
-      }
-    } else {
-      for (const r of group) await sendOne(ctx, app, campaign, prepared, r, linkBase);
-    }
+    return null;
   }
 }
 

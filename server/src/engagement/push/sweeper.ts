@@ -70,47 +70,10 @@ async function providerOf(engine: CampaignEngine, appId: string): Promise<Prepar
 
 /** Resolves what cannot be attempted, then makes the attempt of the rest (one call). */
 async function advance(engine: CampaignEngine, p: Prepared, rows: DueDelivery[], out: SweepOutcome) {
+  const again = await resolveUnattemptable(engine, p, rows, out);
+  if (!p || again.length === 0) return;
   const { ctx } = engine;
   const appId = rows[0]!.app_id;
-  const usable = (r: DueDelivery) => p !== null && p.prepared.row.provider === r.provider;
-  const lost = rows.filter((r) => r.interrupted && !(usable(r) && p!.prepared.provider.idempotent));
-  const dropped = rows.filter((r) => !r.interrupted && !usable(r));
-  for (const r of lost) {
-    ctx.logger.warn(
-      { app_id: appId, delivery_id: r.id, campaign_id: r.campaign_id, provider: r.provider },
-      'push left pending by an interrupted send is now unknown',
-    );
-  }
-  const at = ctx.clock();
-  await resolveDeliveries(
-    ctx.db,
-    appId,
-    lost.map((r) => r.id),
-    {
-      status: 'unknown',
-      provider_message_id: null,
-      error: `The send was interrupted before the ${rows[0]!.provider} provider answered, and it has no idempotency key: it may or may not have been sent, and is not sent again.`,
-      recipients: 0,
-      resolved_at: at,
-    },
-  );
-  await resolveDeliveries(
-    ctx.db,
-    appId,
-    dropped.map((r) => r.id),
-    {
-      status: 'failed',
-      provider_message_id: null,
-      error: "The app's push provider was removed or changed before this delivery's retry: it was not sent again.",
-      recipients: 0,
-      resolved_at: at,
-      failure_kind: null,
-    },
-  );
-  out.unknown += lost.length;
-  out.dropped += dropped.length;
-  const again = rows.filter((r) => !lost.includes(r) && !dropped.includes(r));
-  if (!p || again.length === 0) return;
   const users = await externalIds(
     ctx.db,
     appId,
@@ -151,4 +114,56 @@ async function advance(engine: CampaignEngine, p: Prepared, rows: DueDelivery[],
       attempt: r.attempts ?? 1,
     });
   }
+}
+
+/**
+ * Resolves the deliveries that cannot be attempted: an interrupted send without an idempotency key
+ * becomes unknown, a retry whose provider was removed or changed fails. Returns the others.
+ */
+async function resolveUnattemptable(
+  engine: CampaignEngine,
+  p: Prepared,
+  rows: DueDelivery[],
+  out: SweepOutcome,
+): Promise<DueDelivery[]> {
+  const { ctx } = engine;
+  const appId = rows[0]!.app_id;
+  const usable = (r: DueDelivery) => p !== null && p.prepared.row.provider === r.provider;
+  const lost = rows.filter((r) => r.interrupted && !(usable(r) && p!.prepared.provider.idempotent));
+  const dropped = rows.filter((r) => !r.interrupted && !usable(r));
+  for (const r of lost) {
+    ctx.logger.warn(
+      { app_id: appId, delivery_id: r.id, campaign_id: r.campaign_id, provider: r.provider },
+      'push left pending by an interrupted send is now unknown',
+    );
+  }
+  const at = ctx.clock();
+  await resolveDeliveries(
+    ctx.db,
+    appId,
+    lost.map((r) => r.id),
+    {
+      status: 'unknown',
+      provider_message_id: null,
+      error: `The send was interrupted before the ${rows[0]!.provider} provider answered, and it has no idempotency key: it may or may not have been sent, and is not sent again.`,
+      recipients: 0,
+      resolved_at: at,
+    },
+  );
+  await resolveDeliveries(
+    ctx.db,
+    appId,
+    dropped.map((r) => r.id),
+    {
+      status: 'failed',
+      provider_message_id: null,
+      error: "The app's push provider was removed or changed before this delivery's retry: it was not sent again.",
+      recipients: 0,
+      resolved_at: at,
+      failure_kind: null,
+    },
+  );
+  out.unknown += lost.length;
+  out.dropped += dropped.length;
+  return rows.filter((r) => !lost.includes(r) && !dropped.includes(r));
 }
