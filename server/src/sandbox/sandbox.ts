@@ -10,7 +10,7 @@
 // caps on rows and bytes.
 
 import type { ServiceContext } from '../context.js';
-import { AppError } from '../errors.js';
+import { AppError, STATUS_OF } from '../errors.js';
 import { findApp } from '../storage/tenancy.js';
 import { SandboxAdmission } from './admission.js';
 import { checkSandboxSql, SandboxRejection } from './check.js';
@@ -65,16 +65,16 @@ async function organizationOf(ctx: SandboxContext, appId: string, given: string 
   return app?.organization_id ?? appId;
 }
 
-export class QueryRejectedError extends AppError {
+export class QueryRejectedError extends AppError<'QUERY_REJECTED'> {
   constructor(message: string) {
-    super(400, 'QUERY_REJECTED', message);
+    super(STATUS_OF.QUERY_REJECTED, 'QUERY_REJECTED', message);
   }
 }
 
-export class QueryTimeoutError extends AppError {
+export class QueryTimeoutError extends AppError<'QUERY_TIMEOUT'> {
   constructor(timeoutMs: number) {
     super(
-      400,
+      STATUS_OF.QUERY_TIMEOUT,
       'QUERY_TIMEOUT',
       `The query ran longer than ${timeoutMs} ms and was stopped. Narrow it down (a shorter time range, fewer joins) and try again.`,
     );
