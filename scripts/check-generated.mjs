@@ -3,7 +3,12 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const paths = ['generated', 'clients/node/src/gen', 'server/src/http/operations.gen.ts'];
+const paths = [
+  'generated',
+  'clients/node/src/gen',
+  'server/src/http/operations.gen.ts',
+  'server/src/error-codes.gen.ts',
+];
 const status = () => execFileSync('git', ['status', '--porcelain', '--', ...paths], { cwd: root, encoding: 'utf8' });
 const diff = () => execFileSync('git', ['diff', '--', ...paths], { cwd: root, encoding: 'utf8' });
 

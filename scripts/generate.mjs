@@ -1,5 +1,6 @@
 // Rebuilds everything generated from spec/: the OpenAPI documents, the rendered reference,
-// the @tally/client sources and the server's typed operation list. Generated files are committed; `npm run check` verifies they are current.
+// the @tally/client sources, the server's typed operation list and its table of error codes.
+// Generated files are committed; `npm run check` verifies they are current.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -13,9 +14,11 @@ run(
   `${root}clients/node`,
 );
 run(process.execPath, ['scripts/generate-operations.mjs']);
+run(process.execPath, ['scripts/generate-error-codes.mjs']);
 run(process.execPath, [
   `${root}node_modules/@biomejs/biome/bin/biome`,
   'format',
   '--write',
   'server/src/http/operations.gen.ts',
+  'server/src/error-codes.gen.ts',
 ]);

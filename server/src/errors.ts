@@ -1,16 +1,30 @@
 // The one error family of the service and the one middleware that renders it as the envelope
 // {success:false, error, code, message, details?}. Services throw these; nothing else writes errors.
+// Codes are the ones the contract names (KnownErrorCode), each with the status the contract gives
+// it (STATUS_OF, both generated from spec/common/errors.tsp). Ground floor: imports no wing or adapter.
 import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import type { RequestContext } from './http/context.js';
+import { type KnownErrorCode, STATUS_OF } from './error-codes.gen.js';
 
+export { type KnownErrorCode, STATUS_OF };
 export type Details = Record<string, unknown>;
 
-export class AppError extends Error {
+/** The HTTP status the contract gives the code `C`. */
+export type StatusOf<C extends KnownErrorCode> = (typeof STATUS_OF)[C];
+/** The codes the contract answers with the status `S`. */
+export type CodeWithStatus<S extends number> = {
+  [C in KnownErrorCode]: StatusOf<C> extends S ? C : never;
+}[KnownErrorCode];
+
+/**
+ * An error with a code the contract names. `status` must be the one the contract gives `code`
+ * (the compiler checks it: `new AppError(404, 'CONFLICT', ...)` does not compile).
+ */
+export class AppError<C extends KnownErrorCode = KnownErrorCode> extends Error {
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly status: StatusOf<C>,
+    readonly code: C,
     message: string,
     readonly details?: Details,
   ) {
@@ -24,9 +38,9 @@ export interface FieldError {
   message: string;
 }
 
-export class ValidationError extends AppError {
-  constructor(message: string, errors?: FieldError[], code = 'INVALID_REQUEST') {
-    super(400, code, message, errors ? { errors } : undefined);
+export class ValidationError extends AppError<CodeWithStatus<400>> {
+  constructor(message: string, errors?: FieldError[], code: CodeWithStatus<400> = 'INVALID_REQUEST') {
+    super(STATUS_OF[code], code, message, errors ? { errors } : undefined);
   }
 }
 /** Throws one ValidationError naming every field error, when there are any ("Invalid <what>: ..."). */
@@ -36,48 +50,48 @@ export function refuseIfAny(errors: FieldError[], what = 'request'): void {
   }
 }
 
-export class AuthError extends AppError {
-  constructor(code: 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY', message: string) {
-    super(401, code, message);
+export class AuthError extends AppError<CodeWithStatus<401>> {
+  constructor(code: CodeWithStatus<401>, message: string) {
+    super(STATUS_OF[code], code, message);
   }
 }
-export class ForbiddenError extends AppError {
-  constructor(code: string, message: string, details?: Details) {
-    super(403, code, message, details);
+export class ForbiddenError extends AppError<CodeWithStatus<403>> {
+  constructor(code: CodeWithStatus<403>, message: string, details?: Details) {
+    super(STATUS_OF[code], code, message, details);
   }
 }
-export class NotFoundError extends AppError {
+export class NotFoundError extends AppError<'NOT_FOUND'> {
   constructor(message: string) {
-    super(404, 'NOT_FOUND', message);
+    super(STATUS_OF.NOT_FOUND, 'NOT_FOUND', message);
   }
 }
-export class ConflictError extends AppError {
+export class ConflictError extends AppError<'CONFLICT'> {
   constructor(message: string, details?: Details) {
-    super(409, 'CONFLICT', message, details);
+    super(STATUS_OF.CONFLICT, 'CONFLICT', message, details);
   }
 }
-export class NotImplementedError extends AppError {
+export class NotImplementedError extends AppError<'NOT_IMPLEMENTED'> {
   constructor(what: string) {
-    super(501, 'NOT_IMPLEMENTED', `${what} is not available in this version of Tally yet.`);
+    super(STATUS_OF.NOT_IMPLEMENTED, 'NOT_IMPLEMENTED', `${what} is not available in this version of Tally yet.`);
   }
 }
 
 /** Too many requests at once (429 RATE_LIMIT_EXCEEDED); `Retry-After` says when to try again. */
-export class RateLimitError extends AppError {
+export class RateLimitError extends AppError<'RATE_LIMIT_EXCEEDED'> {
   constructor(
     message: string,
     /** Seconds to wait before trying again. */
     readonly retryAfter: number,
     details?: Details,
   ) {
-    super(429, 'RATE_LIMIT_EXCEEDED', message, { ...details, retry_after: retryAfter });
+    super(STATUS_OF.RATE_LIMIT_EXCEEDED, 'RATE_LIMIT_EXCEEDED', message, { ...details, retry_after: retryAfter });
   }
 }
 
 /** The database (or another store a request needs) cannot be reached; the client may retry. */
-export class ServiceUnavailableError extends AppError {
+export class ServiceUnavailableError extends AppError<'SERVICE_UNAVAILABLE'> {
   constructor(message = 'The database cannot be reached right now. Retry in a few seconds.') {
-    super(503, 'SERVICE_UNAVAILABLE', message);
+    super(STATUS_OF.SERVICE_UNAVAILABLE, 'SERVICE_UNAVAILABLE', message);
   }
 }
 
@@ -85,10 +99,10 @@ export class ServiceUnavailableError extends AppError {
  * A query ran past its time limit and was stopped (400 QUERY_TIMEOUT): the one timeout error, thrown
  * by the sandbox executors, the metric queries and every other statement run under a timeout.
  */
-export class QueryTimeoutError extends AppError {
+export class QueryTimeoutError extends AppError<'QUERY_TIMEOUT'> {
   constructor(readonly timeoutMs: number) {
     super(
-      400,
+      STATUS_OF.QUERY_TIMEOUT,
       'QUERY_TIMEOUT',
       `The query ran longer than ${timeoutMs} ms and was stopped. Narrow it down (a shorter time range, fewer joins) and try again.`,
     );
@@ -134,7 +148,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every(isDatabaseUnavailable);
 }
 
-export function envelope(status: number, code: string, message: string, details?: Details) {
+/** The body of an error response; `status` is the one the contract gives `code`. */
+export function envelope<C extends KnownErrorCode>(status: StatusOf<C>, code: C, message: string, details?: Details) {
   return {
     success: false as const,
     error: STATUS_CODES[status] ?? 'Error',
@@ -205,7 +220,11 @@ export function toAppError(err: unknown, req: ErrorSite): AppError {
     return new ValidationError('The request body is not valid JSON.');
   }
   if (e?.type === 'entity.too.large') {
-    return new AppError(413, 'PAYLOAD_TOO_LARGE', 'The request body is larger than the 1 MB this endpoint accepts.');
+    return new AppError(
+      STATUS_OF.PAYLOAD_TOO_LARGE,
+      'PAYLOAD_TOO_LARGE',
+      'The request body is larger than the 1 MB this endpoint accepts.',
+    );
   }
   if (e?.type === 'charset.unsupported' || e?.type === 'encoding.unsupported') {
     return new ValidationError('Send the body as UTF-8 JSON.');
@@ -225,12 +244,21 @@ export function toAppError(err: unknown, req: ErrorSite): AppError {
       return new AuthError('MISSING_AUTH', missingCredentialMessage(req.path));
     }
     if (status === 404) return new NotFoundError(`No endpoint ${req.method} ${req.path}.`);
-    if (status === 405) return new AppError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}.`);
+    if (status === 405) {
+      return new AppError(
+        STATUS_OF.METHOD_NOT_ALLOWED,
+        'METHOD_NOT_ALLOWED',
+        `${req.method} is not allowed on ${req.path}.`,
+      );
+    }
     if (status === 500 && e.errors.some((i) => i.path?.startsWith('/response') || i.path?.startsWith('.response'))) {
       // Only raised when responses are validated strictly (tests): the server broke its own contract.
-      return new AppError(500, 'RESPONSE_CONTRACT_VIOLATION', 'The response does not match the API contract.', {
-        errors: e.errors.map(describeValidatorItem),
-      });
+      return new AppError(
+        STATUS_OF.RESPONSE_CONTRACT_VIOLATION,
+        'RESPONSE_CONTRACT_VIOLATION',
+        'The response does not match the API contract.',
+        { errors: e.errors.map(describeValidatorItem) },
+      );
     }
     if (status === 415) {
       return new ValidationError('Send the body as JSON with Content-Type: application/json.', [
@@ -240,7 +268,7 @@ export function toAppError(err: unknown, req: ErrorSite): AppError {
   }
   if (isDatabaseUnavailable(err)) return new ServiceUnavailableError();
   return new AppError(
-    500,
+    STATUS_OF.INTERNAL_ERROR,
     'INTERNAL_ERROR',
     'Something went wrong on our side. The request id in X-Request-Id helps us find it.',
   );
@@ -266,9 +294,15 @@ export function settleRetryHeaders(res: Response, error: AppError): void {
   }
 }
 
+/** What the error middleware reads of the request context (http/context.ts) in res.locals.ctx. */
+interface ErrorContext {
+  log: Logger;
+  authFailure: AppError | null;
+}
+
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    const context = res.locals.ctx as RequestContext | undefined;
+    const context = res.locals.ctx as ErrorContext | undefined;
     const appError = toAppError(err, { method: req.method, path: req.path, authFailure: context?.authFailure });
     const log = context?.log ?? logger;
     if (appError.status >= 500) log.error({ err }, 'request failed');

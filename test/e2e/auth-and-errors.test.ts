@@ -197,6 +197,22 @@ describe('the error envelope', () => {
     expect(echoed.headers.get('x-request-id')).toBe('trace-123');
   });
 
+  it('answers a method the path does not have with 405 METHOD_NOT_ALLOWED, the status the contract gives it', async () => {
+    const { STATUS_OF } = await import('../../server/src/errors.js');
+    const res = await fetch(`${server.url}/v1/events`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(event),
+    });
+    expect(res.status).toBe(STATUS_OF.METHOD_NOT_ALLOWED);
+    expect(await res.json()).toEqual({
+      success: false,
+      error: 'Method Not Allowed',
+      code: 'METHOD_NOT_ALLOWED',
+      message: 'PUT is not allowed on /v1/events.',
+    });
+  });
+
   it('answers liveness and readiness probes without credentials', async () => {
     const live = await fetch(`${server.url}/healthz`);
     expect([live.status, await live.json()]).toEqual([200, { status: 'ok' }]);

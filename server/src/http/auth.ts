@@ -69,7 +69,8 @@ async function guarded(config: Config, req: Request, check: () => Promise<void>)
     const error = toAppError(err, req);
     if (!(err instanceof AppError) && error.status >= 500) context.log.error({ err }, 'credential check failed');
     context.authFailure = error;
-    throw { status: error.status };
+    // The validator answers with this status; the error middleware then renders authFailure.
+    throw error;
   }
 }
 

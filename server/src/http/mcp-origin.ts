@@ -10,7 +10,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import ipaddr from 'ipaddr.js';
 import type { Config } from '../config.js';
-import { envelope } from '../errors.js';
+import { envelope, type KnownErrorCode } from '../errors.js';
 import { isJsonRpcRequest } from './mcp-jsonrpc.js';
 
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
@@ -82,7 +82,7 @@ function refuse(req: Request, res: Response, message: string, details: Record<st
     res.status(403).json({
       jsonrpc: '2.0',
       id: null,
-      error: { code: -32000, message, data: { code: 'ORIGIN_NOT_ALLOWED', ...details } },
+      error: { code: -32000, message, data: { code: 'ORIGIN_NOT_ALLOWED' satisfies KnownErrorCode, ...details } },
     });
     return;
   }

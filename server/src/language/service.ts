@@ -6,7 +6,7 @@
 // rephrasings that work.
 
 import type { ServiceContext } from '../context.js';
-import { AppError } from '../errors.js';
+import { AppError, STATUS_OF } from '../errors.js';
 import { LlmError } from '../llm/index.js';
 import type { Db } from '../storage/handle.js';
 import { findApp, findOrganization } from '../storage/tenancy.js';
@@ -95,9 +95,9 @@ export interface RefusalDetails {
   [key: string]: unknown;
 }
 
-export class QueryNotUnderstoodError extends AppError {
+export class QueryNotUnderstoodError extends AppError<'QUERY_NOT_UNDERSTOOD'> {
   constructor(message: string, details: RefusalDetails) {
-    super(400, 'QUERY_NOT_UNDERSTOOD', message, details);
+    super(STATUS_OF.QUERY_NOT_UNDERSTOOD, 'QUERY_NOT_UNDERSTOOD', message, details);
   }
 }
 

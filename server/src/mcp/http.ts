@@ -18,7 +18,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import express, { type Request, type Response } from 'express';
 import type { McpPrincipal } from '../admin/keys.js';
 import type { ServiceContext } from '../context.js';
-import { AppError, settleRetryHeaders } from '../errors.js';
+import { AppError, type KnownErrorCode, settleRetryHeaders } from '../errors.js';
 import { inputViolations } from '../input-rules.js';
 import { replayInitialize } from './client-hello.js';
 import { RoutedTransport } from './routed-transport.js';
@@ -71,7 +71,7 @@ export async function serveMcp(
   const violations = inputViolations(body, '');
   if (violations.length > 0) {
     return jsonRpcError(res, 400, -32602, `Invalid params: ${violations[0]!.path} ${violations[0]!.message}.`, {
-      code: 'INVALID_REQUEST',
+      code: 'INVALID_REQUEST' satisfies KnownErrorCode,
       errors: violations,
     });
   }

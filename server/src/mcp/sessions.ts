@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { type LoggingLevel, LoggingLevelSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { McpPrincipal } from '../admin/keys.js';
 import type { ServiceContext } from '../context.js';
-import { AppError } from '../errors.js';
+import { AppError, STATUS_OF } from '../errors.js';
 import { deleteSession, openSessionUnderCap, setSessionLogLevel, touchSession } from './queries/sessions.js';
 
 export const SESSION_IDLE_MS = 30 * 60_000;
@@ -17,10 +17,10 @@ export const MAX_SESSIONS_PER_KEY = 50;
 /** A session unused for this long may be evicted to make room for a new one. */
 export const EVICTABLE_AFTER_MS = 60_000;
 
-export class TooManySessionsError extends AppError {
+export class TooManySessionsError extends AppError<'RATE_LIMIT_EXCEEDED'> {
   constructor(open: number, retryAfter: number) {
     super(
-      429,
+      STATUS_OF.RATE_LIMIT_EXCEEDED,
       'RATE_LIMIT_EXCEEDED',
       `This MCP key has ${open} sessions, the most it may hold (${MAX_SESSIONS_PER_KEY}), and all were used in the last ${EVICTABLE_AFTER_MS / 1000} seconds. Close one (DELETE /mcp), or retry in ${retryAfter} seconds, when the least recently used one can be replaced.`,
       { reason: 'sessions', limit: MAX_SESSIONS_PER_KEY, open, retry_after: retryAfter },

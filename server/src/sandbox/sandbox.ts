@@ -10,7 +10,7 @@
 // caps on rows and bytes.
 
 import type { ServiceContext } from '../context.js';
-import { AppError, isStatementTimeout, QueryTimeoutError } from '../errors.js';
+import { AppError, isStatementTimeout, QueryTimeoutError, STATUS_OF } from '../errors.js';
 import { findApp } from '../storage/tenancy.js';
 import { SandboxAdmission } from './admission.js';
 import { checkSandboxSql, SandboxRejection } from './check.js';
@@ -59,9 +59,9 @@ async function organizationOf(ctx: SandboxContext, appId: string, given: string 
   return app?.organization_id ?? appId;
 }
 
-export class QueryRejectedError extends AppError {
+export class QueryRejectedError extends AppError<'QUERY_REJECTED'> {
   constructor(message: string) {
-    super(400, 'QUERY_REJECTED', message);
+    super(STATUS_OF.QUERY_REJECTED, 'QUERY_REJECTED', message);
   }
 }
 

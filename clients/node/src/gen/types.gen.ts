@@ -1532,6 +1532,10 @@ export type ErasedCounts = {
  * Stable, machine-readable error code in UPPER_SNAKE_CASE. Branch on this, not on `message`.
  * New codes may be added; treat an unknown code like others of its HTTP status.
  *
+ * Each code below always comes with the status in its row. (This table is also where the server
+ * takes each code's status from: `npm run generate` reads it into `server/src/error-codes.gen.ts`
+ * and refuses a named variant without a row, or a row without a variant.)
+ *
  * | code | status | meaning |
  * |---|---|---|
  * | `INVALID_REQUEST` | 400 | The request breaks the contract or an input rule. `details.errors` lists `{path, message}` items; `path` looks like `/body/events/3/event_name` or `/query/limit`. |
@@ -1549,15 +1553,17 @@ export type ErasedCounts = {
  * | `MCP_CAMPAIGNS_DISABLED` | 403 | The app does not let AI clients create push campaigns through MCP (its `mcp_campaigns` setting is off). |
  * | `IDENTITY_NOT_VERIFIED` | 403 | A website call named a user without a valid `user_hash`: its `user_hash` is wrong, or the user (or the visitor id) was created through the REST API and needs one. |
  * | `NOT_FOUND` | 404 | The referenced app, user, audience, campaign, delivery or key does not exist, or the credential may not see it. |
+ * | `METHOD_NOT_ALLOWED` | 405 | The path exists, but not with this HTTP method (for example `PUT /v1/events`). Check the method the reference gives for the path. |
  * | `CONFLICT` | 409 | The change clashes with existing state (id already taken, campaign already sent, ...). |
  * | `PAYLOAD_TOO_LARGE` | 413 | The request body is over 1 MB. |
- * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests, too many failed authentications from one address, or too many SQL queries at once. `details: {limit, window, retry_after}` for rate limits; for the SQL sandbox `details: {reason, retry_after}` (with `running` and `waiting` for the first two reasons), where `reason` is `concurrency` (this key's queries), `organization` (all the organization's queries) or `cooldown` (embedded database: one of the organization's queries ran into the time limit). Every 429 has a `Retry-After` header saying when to retry; `X-RateLimit-*` headers describe the per-minute request limit and appear on a 429 only when that limit refused it. |
+ * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests, too many failed authentications from one address, or too many SQL queries at once. `details: {limit, window, retry_after}` for rate limits; for the SQL sandbox `details: {reason, retry_after}` (with `running` and `waiting` for the first two reasons), where `reason` is `concurrency` (this key's queries), `organization` (all the organization's queries) or `cooldown` (embedded database: one of the organization's queries ran into the time limit). On `POST /mcp` an `initialize` refused because the MCP key already holds its 50 sessions, all used in the last minute, is a JSON-RPC error whose `data` is `{code, reason: "sessions", limit, open, retry_after}`. Every 429 has a `Retry-After` header saying when to retry; `X-RateLimit-*` headers describe the per-minute request limit and appear on a 429 only when that limit refused it. |
  * | `INTERNAL_ERROR` | 500 | An unexpected failure on the server. |
+ * | `RESPONSE_CONTRACT_VIOLATION` | 500 | The server built a response that does not match this contract, and refused to send it. Only servers that check their own responses strictly (test setups) answer this; it is a bug in Tally, so please report it. `details.errors` lists what did not match. |
  * | `NOT_IMPLEMENTED` | 501 | The operation is declared but not available in this build yet. |
  * | `PROVIDER_ERROR` | 502 | The push provider refused for good (a failure it may recover from is retried in the background instead). `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. |
  * | `SERVICE_UNAVAILABLE` | 503 | The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached. Retry after the seconds in `Retry-After`. |
  */
-export type ErrorCode = string | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'IDENTITY_NOT_VERIFIED' | 'MCP_CAMPAIGNS_DISABLED' | 'CONFIRMATION_DECLINED' | 'NOT_FOUND' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR' | 'SERVICE_UNAVAILABLE';
+export type ErrorCode = string | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'IDENTITY_NOT_VERIFIED' | 'MCP_CAMPAIGNS_DISABLED' | 'CONFIRMATION_DECLINED' | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'RESPONSE_CONTRACT_VIOLATION' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR' | 'SERVICE_UNAVAILABLE';
 
 /**
  * The body of every error response, on every surface.
@@ -3879,7 +3885,7 @@ export type AdminAppsListErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -3932,7 +3938,7 @@ export type AdminAppsCreateErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -3986,7 +3992,7 @@ export type AdminAppsGetErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4044,7 +4050,7 @@ export type AdminAppsUpdateErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4107,7 +4113,7 @@ export type AdminPrivacyAuditErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4161,7 +4167,7 @@ export type AdminCampaignsListErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4219,7 +4225,7 @@ export type AdminCampaignsCreateErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4273,7 +4279,7 @@ export type AdminIdentitySecretsListErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4335,7 +4341,7 @@ export type AdminIdentitySecretsGenerateErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4393,7 +4399,7 @@ export type AdminIdentitySecretsRemoveErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4447,7 +4453,7 @@ export type AdminKeysListErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4505,7 +4511,7 @@ export type AdminKeysCreateErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4559,7 +4565,7 @@ export type AdminPushGetErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4617,7 +4623,7 @@ export type AdminPushConfigureErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4675,7 +4681,7 @@ export type AdminDemoSeedErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4733,7 +4739,7 @@ export type AdminPrivacyEraseUserErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4791,7 +4797,7 @@ export type AdminPrivacyExportUserErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4845,7 +4851,7 @@ export type AdminVersionsListErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4903,7 +4909,7 @@ export type AdminVersionsAddErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -4957,7 +4963,7 @@ export type AdminCampaignsGetErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5015,7 +5021,7 @@ export type AdminCampaignsPauseErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5073,7 +5079,7 @@ export type AdminCampaignsResumeErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5127,7 +5133,7 @@ export type AdminKeysRevokeErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5172,7 +5178,7 @@ export type AdminOrganizationsListErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5221,7 +5227,7 @@ export type AdminOrganizationsCreateErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5275,7 +5281,7 @@ export type AdminOrganizationsGetErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5333,7 +5339,7 @@ export type AdminOrganizationsUpdateErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5382,7 +5388,7 @@ export type McpInfoErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5452,7 +5458,7 @@ export type McpEngagementErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5527,7 +5533,7 @@ export type McpEventAnalyticsErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5602,7 +5608,7 @@ export type McpFunnelsErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5651,7 +5657,7 @@ export type McpAuthErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5700,7 +5706,7 @@ export type McpDocsErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5782,7 +5788,7 @@ export type McpEventsErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5831,7 +5837,7 @@ export type McpResourcesErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5889,7 +5895,7 @@ export type McpGetAppErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -5947,7 +5953,7 @@ export type McpAppVersionsErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6005,7 +6011,7 @@ export type McpListAudiencesErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6063,7 +6069,7 @@ export type McpGetAudienceErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6129,7 +6135,7 @@ export type McpListCampaignsErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6187,7 +6193,7 @@ export type McpGetCampaignErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6250,7 +6256,7 @@ export type McpGetUserErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6320,7 +6326,7 @@ export type AnalyticsMetricsErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6373,7 +6379,7 @@ export type AnalyticsQueryErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6435,7 +6441,7 @@ export type AudiencesListErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6488,7 +6494,7 @@ export type AudiencesCreateErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6537,7 +6543,7 @@ export type EventsTrackErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6586,7 +6592,7 @@ export type EventsTrackBatchErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6640,7 +6646,7 @@ export type PushCampaignStatusErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6686,7 +6692,7 @@ export type PushClickErrors = {
      */
     404: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6730,7 +6736,7 @@ export type PushSendErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6783,7 +6789,7 @@ export type UsersUpsertErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6840,7 +6846,7 @@ export type UsersCreateAliasErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6897,7 +6903,7 @@ export type UsersReplaceIdErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -6951,7 +6957,7 @@ export type UsersEraseErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -7005,7 +7011,7 @@ export type UsersExportErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -7059,7 +7065,7 @@ export type WebsiteConfigErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -7112,7 +7118,7 @@ export type WebsiteTrackEventErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -7165,7 +7171,7 @@ export type WebsiteIdentifyErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -7218,7 +7224,7 @@ export type WebsiteSubscribePushErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -7271,7 +7277,7 @@ export type WebsiteUpsertUserErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
@@ -7324,7 +7330,7 @@ export type WebsiteLogVisitErrors = {
      */
     429: ErrorResponse;
     /**
-     * An unexpected server failure (`INTERNAL_ERROR`). Safe to retry idempotent requests.
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
     /**
