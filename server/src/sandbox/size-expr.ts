@@ -66,6 +66,14 @@ export function constantInt(node: unknown): number | undefined {
   return undefined;
 }
 
+/** The size of a constant as written; integers and booleans take at most 24 bytes. */
+function constantSize(node: Json): number {
+  if (isObject(node.sval)) return Buffer.byteLength(String((node.sval as Json).sval ?? ''));
+  if (isObject(node.fval)) return numericConstantSize(String((node.fval as Json).fval));
+  if (isObject(node.bsval)) return String((node.bsval as Json).bsval).length;
+  return 24;
+}
+
 export function rename(columns: Column[], aliases: unknown): Column[] {
   const given = names(aliases);
   return columns.map((c, i) => ({ name: given[i] ?? c.name, size: c.size }));
@@ -148,10 +156,7 @@ export abstract class SizeExpressions {
       case 'ColumnRef':
         return this.columnRef(node, level);
       case 'A_Const':
-        if (isObject(node.sval)) return Buffer.byteLength(String((node.sval as Json).sval ?? ''));
-        if (isObject(node.fval)) return numericConstantSize(String((node.fval as Json).fval));
-        if (isObject(node.bsval)) return String((node.bsval as Json).bsval).length;
-        return 24;
+        return constantSize(node);
       case 'TypeCast':
         return this.typeCast(node, e(node.arg));
       case 'FuncCall':
@@ -164,15 +169,8 @@ export abstract class SizeExpressions {
         e(node.args);
         e(node.arg);
         return BOOL;
-      case 'CaseExpr': {
-        e(node.arg);
-        const results = ((node.args as unknown[]) ?? []).map((w) => {
-          const when = entry(w)[1];
-          e(when.expr);
-          return e(when.result);
-        });
-        return Math.max(e(node.defresult), ...results);
-      }
+      case 'CaseExpr':
+        return this.caseExpr(node, level);
       case 'CoalesceExpr':
       case 'MinMaxExpr':
         return e(node.args);
@@ -189,14 +187,7 @@ export abstract class SizeExpressions {
           'Select the values as columns instead.',
         );
       case 'A_Indirection':
-        for (const step of (node.indirection as unknown[]) ?? []) {
-          const [k, s] = entry(step);
-          if (k === 'A_Indices') {
-            e(s.lidx);
-            e(s.uidx);
-          }
-        }
-        return e(node.arg);
+        return this.indirection(node, level);
       case 'SubLink':
         return this.subLink(node, level);
       case 'CollateClause':
@@ -226,6 +217,30 @@ export abstract class SizeExpressions {
       default:
         return 0;
     }
+  }
+
+  /** A CASE: its largest result. */
+  private caseExpr(node: Json, level: Level): number {
+    const e = (v: unknown) => this.expr(v, level);
+    e(node.arg);
+    const results = ((node.args as unknown[]) ?? []).map((w) => {
+      const when = entry(w)[1];
+      e(when.expr);
+      return e(when.result);
+    });
+    return Math.max(e(node.defresult), ...results);
+  }
+
+  /** `(expr)[i]` and `(expr).field`: bounded by the value they read from. */
+  private indirection(node: Json, level: Level): number {
+    for (const step of (node.indirection as unknown[]) ?? []) {
+      const [k, s] = entry(step);
+      if (k === 'A_Indices') {
+        this.expr(s.lidx, level);
+        this.expr(s.uidx, level);
+      }
+    }
+    return this.expr(node.arg, level);
   }
 
   private typeCast(node: Json, from: number): number {
