@@ -26,80 +26,18 @@
 // It also fails when an exempt path no longer exists or has nothing left to exempt (shrink the
 // list as the work lands), when it finds no source files (a wrong root), and when it cannot see
 // knex's types in storage/ (missing node_modules would otherwise silence the db-handle rule).
+//
+// The rules themselves (patterns and the checks on each node) are in check-storage-rules.mjs.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { checkNode } from './check-storage-rules.mjs';
 
 // Files whose queries are still being moved into storage/ by work in progress elsewhere. Each
 // entry is a file, or a folder ending in '/'. Remove an entry when its work lands: the check
 // fails while an entry has nothing left to exempt.
 const EXEMPT = [];
-
-const DRIVERS = /^(knex|pg|pg-(?!boss(?:\/|$))[a-z-]+|@types\/pg[a-z-]*|postgres|@electric-sql\/pglite[a-z-]*)(\/.*)?$/;
-const DRIVER_PATH =
-  /[\\/]node_modules[\\/](knex|pg|pg-(?!boss[\\/])[a-z-]+|@types[\\/]pg[a-z-]*|postgres|@electric-sql[\\/]pglite[a-z-]*)[\\/]/;
-const HANDLE_NAMES = new Set(['db', 'trx', 'knex']);
-const KNEX_METHODS = new Set([
-  'raw',
-  'whereRaw',
-  'orWhereRaw',
-  'andWhereRaw',
-  'havingRaw',
-  'orderByRaw',
-  'groupByRaw',
-  'joinRaw',
-  'fromRaw',
-  'onConflict',
-  'whereIn',
-  'whereNotIn',
-  'whereNull',
-  'whereNotNull',
-  'forUpdate',
-  'forShare',
-  'returning',
-]);
-
-const TYPES =
-  '(uuid|jsonb?|text|int[248]?|integer|bigint|numeric|timestamptz|timestamp|date|interval|boolean|bool|regclass|regnamespace|oid)';
-const IDENT = '[a-z_"][\\w."]*';
-const SQL_PATTERNS = [
-  [
-    'select … from',
-    new RegExp(
-      `\\bselect\\s+(distinct\\s+)?(\\*|\\d+\\b|${IDENT}\\s*(\\(|,|\\bas\\b|(?=\\s+from\\b)))[\\s\\S]*?\\bfrom\\s+[a-z_"(]`,
-      'i',
-    ),
-  ],
-  ['insert into', /\binsert\s+into\s+[a-z_"]/i],
-  ['update … set', new RegExp(`\\bupdate\\s+${IDENT}\\s+(as\\s+)?([a-z_]\\w*\\s+)?set\\s+${IDENT}\\s*=`, 'i')],
-  ['delete from', /\bdelete\s+from\s+[a-z_"]/i],
-  [
-    'with … as (',
-    new RegExp(`\\bwith\\s+(recursive\\s+)?${IDENT}(\\s*\\([^)]*\\))?\\s+as\\s+(not\\s+)?(materialized\\s+)?\\(`, 'i'),
-  ],
-  [
-    'DDL',
-    /\b(create|alter|drop)\s+(or\s+replace\s+)?(unique\s+)?(table|index|schema|view|function|extension|policy|trigger|sequence|role)\s+[a-z_"]/i,
-  ],
-  ['truncate', /\btruncate\s+table\b/i],
-  ['grant/revoke', /\b(grant|revoke)\s+(select|insert|update|delete|usage|execute|all)\b[\s\S]*?\bon\s+[a-z_"]/i],
-  ['set', /\bset\s+(local|session)\s+[a-z_]|^\s*set\s+[a-z_.]+\s+=\s+\S/i],
-  ['cast', new RegExp(`(\\?|\\$\\d+|'|\\)|\\b[a-z_]\\w*)::${TYPES}\\b`, 'i')],
-  ['placeholder', /\b[a-z_][\w.]*\s*(=|<>|!=|<=|>=|<|>)\s*(\?|\$\d+)(?![\w?])|\bin\s*\(\s*(\?|\$\d+)/i],
-  [
-    'SQL function',
-    /\b(date_trunc|to_char|jsonb_[a-z_]+|json_build_object|pg_[a-z_]+|to_regclass|current_database|array_agg|string_agg|generate_series|nextval)\s*\(/i,
-  ],
-  ['count(*)', /\bcount\(\s*(\*|distinct\s)/i],
-  ['where', /\bwhere\s+[a-z_][\w.]*\s+(is\s+(not\s+)?null\b|in\s*\(|i?like\s|between\s)/i],
-  ['on conflict', /\bon\s+conflict\b/i],
-  ['returning', /\breturning\s+\*/i],
-  ['order/group by', /\b(order|group)\s+by\s+(\d+\b|[a-z_][\w.]*\s+(asc|desc)\b)/i],
-  ['join', /\b(left|inner|right|full|cross)\s+(outer\s+)?join\s+[a-z_"(]/i],
-  ['union', /\bunion\s+(all\s+)?select\b/i],
-  ['statement', /^\s*(begin|commit|rollback|analyze|vacuum|listen|notify)\b[\w\s.,]*;?\s*$/i],
-];
 
 function parseArgs(argv) {
   const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -133,53 +71,8 @@ function sourceFiles(dir) {
 
 const posix = (p) => p.split(path.sep).join('/');
 
-/** Whether a type (or any member of a union or intersection) is declared by a database driver. */
-function isDriverType(type, seen = new Set()) {
-  if (!type || seen.has(type)) return false;
-  seen.add(type);
-  if (type.isUnionOrIntersection?.() && type.types.some((t) => isDriverType(t, seen))) return true;
-  for (const symbol of [type.aliasSymbol, type.getSymbol?.()]) {
-    for (const decl of symbol?.declarations ?? []) {
-      if (DRIVER_PATH.test(decl.getSourceFile().fileName)) return true;
-    }
-  }
-  return false;
-}
-
-/** The text of a string-like literal, or of a `+` chain of them, with `x` for each expression. */
-function literalText(node) {
-  if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) return node.text;
-  if (ts.isTemplateExpression(node)) {
-    return node.head.text + node.templateSpans.map((s) => ` x ${s.literal.text}`).join('');
-  }
-  if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.PlusToken) {
-    const left = literalText(node.left);
-    const right = literalText(node.right);
-    if (left === null && right === null) return null;
-    return `${left ?? ' x '}${right ?? ' x '}`;
-  }
-  if (ts.isParenthesizedExpression(node)) return literalText(node.expression);
-  return null;
-}
-
-function isModuleSpecifier(node) {
-  const p = node.parent;
-  if (!p) return false;
-  return (
-    ((ts.isImportDeclaration(p) || ts.isExportDeclaration(p)) && p.moduleSpecifier === node) ||
-    ts.isExternalModuleReference(p) ||
-    (ts.isLiteralTypeNode(p) && ts.isImportTypeNode(p.parent))
-  );
-}
-
-function check({ root, exempt }) {
-  const srcDir = path.join(root, 'server', 'src');
-  const files = sourceFiles(srcDir);
-  const problems = [];
-  if (files.length === 0) {
-    return { findings: [], problems: [`No TypeScript files under ${srcDir}: is --root the repository?`], checked: 0 };
-  }
-  const program = ts.createProgram(files, {
+function createProgram(files) {
+  return ts.createProgram(files, {
     target: ts.ScriptTarget.ES2022,
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
@@ -190,162 +83,57 @@ function check({ root, exempt }) {
     resolveJsonModule: true,
     types: ['node'],
   });
+}
+
+function check({ root, exempt }) {
+  const srcDir = path.join(root, 'server', 'src');
+  const files = sourceFiles(srcDir);
+  if (files.length === 0) {
+    return { findings: [], problems: [`No TypeScript files under ${srcDir}: is --root the repository?`], checked: 0 };
+  }
+  const program = createProgram(files);
   const checker = program.getTypeChecker();
   const findings = [];
-  const isExempt = (rel) => exempt.some((e) => (e.endsWith('/') ? rel.startsWith(e) : rel === e));
-  let driverTypesInStorage = 0;
-  let storageImportsDriver = false;
-  let checked = 0;
+  const state = { driverTypesInStorage: 0, storageImportsDriver: false, checked: 0 };
+  for (const file of files) checkFile(file, { root, exempt, program, checker, findings, state });
 
-  for (const file of files) {
-    const rel = posix(path.relative(root, file));
-    const sf = program.getSourceFile(file);
-    if (!sf) continue;
-    const inStorage = rel.startsWith('server/src/storage/') || /^server\/src\/(.+\/)?queries\//.test(rel);
-    const exempted = !inStorage && isExempt(rel);
-    if (!inStorage) checked++;
-    const seen = new Set();
-    const report = (node, rule, message) => {
-      const { line, character } = sf.getLineAndCharacterOfPosition(node.getStart(sf));
-      // One finding per line: the outermost expression, with the first rule that fired.
-      if (seen.has(line)) return;
-      seen.add(line);
-      findings.push({ file: rel, line: line + 1, column: character + 1, rule, message, exempted });
-    };
-    const snippet = (node) => {
-      const text = node.getText(sf).replace(/\s+/g, ' ');
-      return text.length > 60 ? `${text.slice(0, 57)}…` : text;
-    };
-    const driverImport = (node, specifier) => {
-      if (!DRIVERS.test(specifier)) return;
-      if (inStorage) storageImportsDriver = true;
-      else
-        report(
-          node,
-          'driver-import',
-          `imports the database driver '${specifier}'. Only server/src/storage/ may: pass the handle as \`Db\` (storage/handle.ts) and call storage functions.`,
-        );
-    };
-
-    const visit = (node) => {
-      // Module references.
-      if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier) {
-        if (ts.isStringLiteral(node.moduleSpecifier)) driverImport(node, node.moduleSpecifier.text);
-        // Handlers call services only: http/ may name storage types, never call storage.
-        const typeOnly = ts.isImportDeclaration(node) ? node.importClause?.isTypeOnly : node.isTypeOnly;
-        if (
-          rel.startsWith('server/src/http/') &&
-          ts.isStringLiteral(node.moduleSpecifier) &&
-          /^\.\.\/(storage|.+\/queries)\//.test(node.moduleSpecifier.text) &&
-          !typeOnly
-        ) {
-          report(
-            node,
-            'handler-storage',
-            `imports '${node.moduleSpecifier.text}' into a handler: handlers call a wing's operations, which call its queries (a type-only import is fine).`,
-          );
-        }
-      } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
-        const e = node.moduleReference.expression;
-        if (ts.isStringLiteral(e)) driverImport(node, e.text);
-      } else if (ts.isImportTypeNode(node)) {
-        const arg = node.argument;
-        if (ts.isLiteralTypeNode(arg) && ts.isStringLiteral(arg.literal)) driverImport(node, arg.literal.text);
-      } else if (ts.isModuleDeclaration(node) && ts.isStringLiteral(node.name)) {
-        driverImport(node, node.name.text);
-      } else if (
-        ts.isCallExpression(node) &&
-        (node.expression.kind === ts.SyntaxKind.ImportKeyword ||
-          (ts.isIdentifier(node.expression) && node.expression.text === 'require')) &&
-        node.arguments[0] &&
-        ts.isStringLiteralLike(node.arguments[0])
-      ) {
-        driverImport(node, node.arguments[0].text);
-      }
-
-      // Uses of a driver-typed value (type checker).
-      let target = null;
-      if (ts.isPropertyAccessExpression(node) || ts.isElementAccessExpression(node)) target = node.expression;
-      else if (ts.isCallExpression(node) || ts.isTaggedTemplateExpression(node)) {
-        target = ts.isCallExpression(node) ? node.expression : node.tag;
-      } else if (ts.isVariableDeclaration(node) && node.initializer && !ts.isIdentifier(node.name)) {
-        target = node.initializer;
-      }
-      if (target && target.kind !== ts.SyntaxKind.ImportKeyword && target.kind !== ts.SyntaxKind.SuperKeyword) {
-        let type;
-        try {
-          type = checker.getTypeAtLocation(target);
-        } catch {
-          type = undefined;
-        }
-        if (isDriverType(type)) {
-          if (inStorage) driverTypesInStorage++;
-          else
-            report(
-              node,
-              'db-handle',
-              `uses the database handle directly (\`${snippet(node)}\`). Put the query in a query function of its wing (server/src/<wing>/queries/); open transactions with inTransaction (storage/handle.ts).`,
-            );
-        }
-      }
-
-      if (!inStorage) {
-        // Calls by name, for values whose types are lost.
-        if (ts.isCallExpression(node)) {
-          const callee = node.expression;
-          const name = ts.isIdentifier(callee)
-            ? callee.text
-            : ts.isPropertyAccessExpression(callee)
-              ? callee.name.text
-              : null;
-          const onString = ts.isPropertyAccessExpression(callee) && callee.expression.getText(sf) === 'String';
-          if (name && HANDLE_NAMES.has(name)) {
-            report(
-              node,
-              'db-call',
-              `calls a database handle (\`${snippet(node)}\`). Queries belong in a wing's queries/ folder or server/src/storage/.`,
-            );
-          } else if (name && KNEX_METHODS.has(name) && ts.isPropertyAccessExpression(callee) && !onString) {
-            report(
-              node,
-              'db-call',
-              `calls knex's .${name}() (\`${snippet(node)}\`). Queries belong in a wing's queries/ folder or server/src/storage/.`,
-            );
-          }
-        }
-        // SQL text.
-        const parentIsChain =
-          node.parent &&
-          (ts.isBinaryExpression(node.parent) || ts.isParenthesizedExpression(node.parent)) &&
-          literalText(node.parent) !== null;
-        if (!parentIsChain && !isModuleSpecifier(node)) {
-          const text = literalText(node);
-          if (text !== null) {
-            const flat = text.replace(/\s+/g, ' ');
-            for (const [name, pattern] of SQL_PATTERNS) {
-              if (pattern.test(flat)) {
-                const shown = flat.trim().length > 60 ? `${flat.trim().slice(0, 57)}…` : flat.trim();
-                report(
-                  node,
-                  'sql-text',
-                  `SQL text (${name}) in a string: "${shown}". SQL belongs in a wing's queries/ folder or server/src/storage/.`,
-                );
-                break;
-              }
-            }
-          }
-        }
-      }
-      ts.forEachChild(node, visit);
-    };
-    visit(sf);
-  }
-
-  if (storageImportsDriver && driverTypesInStorage === 0) {
+  const problems = [];
+  if (state.storageImportsDriver && state.driverTypesInStorage === 0) {
     problems.push(
       "Could not resolve the database drivers' types (knex, pg) in server/src/storage/, so uses of the handle cannot be found: run npm ci.",
     );
   }
+  problems.push(...staleExemptions(root, exempt, findings));
+  return { findings, problems, checked: state.checked };
+}
+
+/** Walks one source file, adding what it finds to `findings` and what storage/ does to `state`. */
+function checkFile(file, { root, exempt, program, checker, findings, state }) {
+  const rel = posix(path.relative(root, file));
+  const sf = program.getSourceFile(file);
+  if (!sf) return;
+  const inStorage = rel.startsWith('server/src/storage/') || /^server\/src\/(.+\/)?queries\//.test(rel);
+  const exempted = !inStorage && exempt.some((e) => (e.endsWith('/') ? rel.startsWith(e) : rel === e));
+  if (!inStorage) state.checked++;
+  const seen = new Set();
+  const report = (node, rule, message) => {
+    const { line, character } = sf.getLineAndCharacterOfPosition(node.getStart(sf));
+    // One finding per line: the outermost expression, with the first rule that fired.
+    if (seen.has(line)) return;
+    seen.add(line);
+    findings.push({ file: rel, line: line + 1, column: character + 1, rule, message, exempted });
+  };
+  const context = { sf, rel, inStorage, checker, report, state };
+  const visit = (node) => {
+    checkNode(node, context);
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+}
+
+/** Exempt paths that no longer exist or have nothing left to exempt. */
+function staleExemptions(root, exempt, findings) {
+  const problems = [];
   for (const entry of exempt) {
     const full = path.join(root, entry);
     if (!fs.existsSync(full)) {
@@ -360,7 +148,7 @@ function check({ root, exempt }) {
       );
     }
   }
-  return { findings, problems, checked };
+  return problems;
 }
 
 const options = parseArgs(process.argv.slice(2));
