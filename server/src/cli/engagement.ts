@@ -99,6 +99,14 @@ interface CampaignOptions extends GlobalOptions {
 
 function registerCampaigns(program: Command): void {
   const campaigns = program.command('campaigns').description('push campaigns');
+  registerCampaignCreate(campaigns);
+  registerCampaignList(campaigns);
+  registerCampaignShow(campaigns);
+  registerCampaignPauseResume(campaigns);
+}
+
+/** `tally campaigns create`: the same service as the MCP tool create_push_campaign. */
+function registerCampaignCreate(campaigns: Command): void {
   withGlobalOptions(
     campaigns
       .command('create <app_id>')
@@ -164,7 +172,10 @@ function registerCampaigns(program: Command): void {
     lines.push(`  first send: ${created.scheduled_at ?? 'at once'}`);
     print(opts, created, lines);
   });
+}
 
+/** `tally campaigns list`. */
+function registerCampaignList(campaigns: Command): void {
   withGlobalOptions(campaigns.command('list <app_id>').description("list an app's campaigns, newest first")).action(
     async (appId: string, opts: GlobalOptions) => {
       const admin = adminClient(opts);
@@ -177,7 +188,10 @@ function registerCampaigns(program: Command): void {
       print(opts, list, [`${list.items.length} campaign(s) in app ${appId}.`, ...lines]);
     },
   );
+}
 
+/** `tally campaigns show`. */
+function registerCampaignShow(campaigns: Command): void {
   withGlobalOptions(
     campaigns.command('show <campaign_id>').description('a campaign with its counters, rates and performance'),
   ).action(async (campaignId: string, opts: GlobalOptions) => {
@@ -196,7 +210,10 @@ function registerCampaigns(program: Command): void {
         : []),
     ]);
   });
+}
 
+/** `tally campaigns pause` and `resume`. */
+function registerCampaignPauseResume(campaigns: Command): void {
   for (const [verb, done] of [
     ['pause', 'paused'],
     ['resume', 'resumed'],
