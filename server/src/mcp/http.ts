@@ -45,6 +45,46 @@ function setSessionHeaders(res: Response, id: string): void {
 const NO_SESSION = 'Call initialize first, then send its session id in the Mcp-Session-Id header.';
 const SESSION_GONE = 'Session not found: it was closed, expired or replaced by a newer one. Call initialize again.';
 
+type Initialize = { params?: { protocolVersion?: string; capabilities?: object; clientInfo?: object } };
+
+/**
+ * The session of this request: a new one for `initialize` (429 when the key has too many), else
+ * the one its Mcp-Session-Id header names. Null once the refusal has been answered.
+ */
+async function sessionFor(
+  ctx: ServiceContext,
+  principal: McpPrincipal,
+  req: Request,
+  res: Response,
+  initialize: Initialize | undefined,
+): Promise<SessionState | null> {
+  if (initialize) {
+    const client: ClientHello = {
+      protocolVersion: String(initialize.params?.protocolVersion ?? ''),
+      capabilities: { ...(initialize.params?.capabilities ?? {}) },
+      clientInfo: { ...(initialize.params?.clientInfo ?? {}) },
+    };
+    try {
+      return { id: await openSession(ctx, principal, client), logLevel: null, client };
+    } catch (err) {
+      if (err instanceof AppError && err.status === 429) {
+        settleRetryHeaders(res, err);
+        jsonRpcError(res, 429, -32000, err.message, { code: err.code, ...err.details });
+        return null;
+      }
+      throw err;
+    }
+  }
+  const id = sessionHeader(req);
+  if (!id) {
+    jsonRpcError(res, 400, -32000, NO_SESSION);
+    return null;
+  }
+  const resumed = await resumeSession(ctx, principal, id);
+  if (!resumed) jsonRpcError(res, 404, -32001, SESSION_GONE);
+  return resumed ?? null;
+}
+
 /** Serves one JSON-RPC request of an authenticated MCP key. */
 export async function serveMcp(
   ctx: ServiceContext,
@@ -79,32 +119,11 @@ export async function serveMcp(
   const answers = all.filter(isClientAnswer);
   const messages = all.filter((m) => !isClientAnswer(m));
   const initialize = messages.find((m) => (m as { method?: unknown })?.method === 'initialize') as
-    | { params?: { protocolVersion?: string; capabilities?: object; clientInfo?: object } }
+    | Initialize
     | undefined;
 
-  let session: SessionState;
-  if (initialize) {
-    const client: ClientHello = {
-      protocolVersion: String(initialize.params?.protocolVersion ?? ''),
-      capabilities: { ...(initialize.params?.capabilities ?? {}) },
-      clientInfo: { ...(initialize.params?.clientInfo ?? {}) },
-    };
-    try {
-      session = { id: await openSession(ctx, principal, client), logLevel: null, client };
-    } catch (err) {
-      if (err instanceof AppError && err.status === 429) {
-        settleRetryHeaders(res, err);
-        return jsonRpcError(res, 429, -32000, err.message, { code: err.code, ...err.details });
-      }
-      throw err;
-    }
-  } else {
-    const id = sessionHeader(req);
-    if (!id) return jsonRpcError(res, 400, -32000, NO_SESSION);
-    const resumed = await resumeSession(ctx, principal, id);
-    if (!resumed) return jsonRpcError(res, 404, -32001, SESSION_GONE);
-    session = resumed;
-  }
+  const session = await sessionFor(ctx, principal, req, res, initialize);
+  if (!session) return;
   for (const answer of answers) {
     if (!(await talkBack.answer(session.id, answer))) {
       ctx.logger.info({ session: session.id, id: answer.id }, 'MCP answer for a request no instance is waiting on');
