@@ -1,4 +1,4 @@
-// The allow-lists of the SQL sandbox's checker (sandbox-check.ts): the relations and their
+// The allow-lists of the SQL sandbox's checker (check.ts): the relations and their
 // columns, functions, operators, types and the parse-tree nodes that carry no behaviour of their
 // own; and how PostgreSQL names an unnamed output column (so `alias.column` can be checked).
 
@@ -18,7 +18,7 @@ export const SANDBOX_RELATIONS: Readonly<Record<string, readonly string[]>> = {
 /**
  * Functions allowed everywhere (bare or pg_catalog-qualified). None runs SQL text or touches the
  * server; those that can build large values from small input (replace, lpad, string_agg, ...) are
- * bounded by the checker's size pass (sandbox-size.ts), which refuses a query when it cannot bound them.
+ * bounded by the checker's size pass (size.ts), which refuses a query when it cannot bound them.
  */
 export const ALLOWED_FUNCTIONS = words(`
   count sum avg min max stddev stddev_pop stddev_samp variance var_pop var_samp bool_and bool_or every any_value

@@ -2,10 +2,10 @@
 //   events(id, user_id, event_name, properties, created_at)   (bot traffic excluded)
 //   users(id, user_id, email, phone, properties, origin, created_at, last_active, event_count)
 // (user_id is the external id in both). Its layers, each meant to hold on its own
-// (docs/security.md): (1) the checker (sandbox-check.ts), whose printed tree is what runs;
+// (docs/security.md): (1) the checker (sandbox/check.ts), whose printed tree is what runs;
 // (2) on PostgreSQL, the confined database role (sandbox/queries/role.ts, sandbox/queries/executor.ts);
 // (3) resources: admission per key and per organization, and in embedded mode a cool-down after a
-// query ran into the time cap (sandbox-admission.ts); a statement timeout (PostgreSQL, backed by
+// query ran into the time cap (sandbox/admission.ts); a statement timeout (PostgreSQL, backed by
 // cancelling and terminating the backend) or a time cap that restarts the embedded worker; and
 // caps on rows and bytes.
 

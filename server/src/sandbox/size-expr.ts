@@ -1,6 +1,6 @@
 // The checker's size pass, part two: how large an expression's value can get, given the FROM items
-// in view (sandbox-size.ts walks the queries and binds them). Columns resolve to the largest
-// reading over every level in view; a function's size comes from its rule (sandbox-size-rules.ts),
+// in view (size.ts walks the queries and binds them). Columns resolve to the largest
+// reading over every level in view; a function's size comes from its rule (size-rules.ts),
 // an aggregate's from the rows of the level it runs over.
 import {
   AGGREGATES,

@@ -1,5 +1,5 @@
 // How large a value each allowed function, operator and cast can return, given how large its inputs
-// can be (sandbox-size.ts walks the query with these). Sizes are upper bounds, in bytes of the
+// can be (size.ts walks the query with these). Sizes are upper bounds, in bytes of the
 // value's text form; Infinity means no bound the query itself enforces. A function of the
 // allow-lists without a rule here is refused (test/unit/sandbox-size.test.ts keeps them in step).
 
@@ -137,7 +137,7 @@ define('array_prepend', (a) => (a[1]?.size ?? 0) + quoted(first(a)));
 define('array_cat', sum);
 define('array_replace', (a) => first(a) + elements(first(a)) * quoted(a[2]?.size ?? 0));
 
-// Refused in embedded mode (sandbox-rules.ts UNBOUNDED_FUNCTIONS); these bound their values only.
+// Refused in embedded mode (rules.ts UNBOUNDED_FUNCTIONS); these bound their values only.
 define('generate_series', (a) => Math.max(maxOf(a), TIME));
 define('regexp_substr substring regexp_split_to_table', first);
 // Each match becomes the replacement, whose \N references repeat (part of) the input.

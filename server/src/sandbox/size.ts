@@ -3,7 +3,7 @@
 // a huge value from small input, often in one call that no statement timeout interrupts (and that
 // can reach PostgreSQL's 1 GB allocation limit). A value's bound comes from its inputs: the
 // relations' columns (at most what one request can store), constants as written, and the rule of
-// each function, operator and cast (sandbox-size-rules.ts). Aggregates that collect rows are
+// each function, operator and cast (size-rules.ts). Aggregates that collect rows are
 // bounded only where the query bounds its rows (LIMIT, VALUES), and a recursive CTE may not make a
 // value larger at each step. It runs on trees the checker has already accepted.
 

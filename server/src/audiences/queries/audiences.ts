@@ -1,5 +1,5 @@
 // Queries for audiences. Every query filters by app id. (The users an audience selects are
-// counted and listed by the natural-language compiler, language-sql.ts, through the sandbox.)
+// counted and listed by the natural-language compiler, language/queries/compile.ts, through the sandbox.)
 import type { Knex } from 'knex';
 import type { Segment } from '../../language/ast.js';
 

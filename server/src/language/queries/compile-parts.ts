@@ -1,4 +1,4 @@
-// Building blocks of the natural-language compiler (language-sql.ts): a statement builder that
+// Building blocks of the natural-language compiler (compile.ts): a statement builder that
 // binds every value as a parameter ($1 is the app id, bound by the sandbox; ours start at $2) and
 // can print the same statement with its values written in, time bounds resolved against the
 // clock in the organization's time zone, property filters, and conditions on a user. Everything

@@ -2,7 +2,7 @@
 // sandbox query at a time, in its own queue, so other requests wait for at most the one running.
 // Before a query runs, its plan is checked: refused when the planner's cost is over
 // EMBEDDED_MAX_COST, or when its joins could make more than EMBEDDED_MAX_JOIN_ROWS rows with this
-// app's own key frequencies (sandbox-plan.ts: the shapes that used to reach the time cap, such as
+// app's own key frequencies (plan.ts: the shapes that used to reach the time cap, such as
 // a self-join on a low-cardinality column). A query over its time cap stops the worker, which
 // restarts on the same data.
 import type { Knex } from 'knex';

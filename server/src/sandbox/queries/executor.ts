@@ -4,10 +4,10 @@
 // one statement through the extended protocol (a cursor), so nothing can be appended to it. Rows
 // are read in batches up to a row cap and a byte cap (the transport is cut when one batch alone
 // is far over it); a capped result is marked truncated.
-//  - PostgreSQL (sandbox-postgres.ts): its own small pool, logged in as the confined sandbox role
-//    (sandbox-role.ts), in a READ ONLY transaction with a statement timeout backed by cancelling and
+//  - PostgreSQL (postgres.ts): its own small pool, logged in as the confined sandbox role
+//    (role.ts), in a READ ONLY transaction with a statement timeout backed by cancelling and
 //    then terminating the backend, transaction-local settings and a connection reset after each query.
-//  - Embedded (sandbox-embedded.ts; PGlite, a superuser session in the worker thread): one sandbox
+//  - Embedded (embedded.ts; PGlite, a superuser session in the worker thread): one sandbox
 //    query at a time, in its own queue, refused first when its plan is too expensive; a query over
 //    its time cap stops the worker, which restarts on the same data.
 // This module holds what both share: the statement's wrapping and the capped reading of its rows.

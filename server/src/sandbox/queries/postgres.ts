@@ -1,5 +1,5 @@
 // The sandbox on PostgreSQL: its own pool of SANDBOX_POOL_SIZE connections, logged in as the
-// confined sandbox role (sandbox-role.ts), each query in a READ ONLY transaction with a statement
+// confined sandbox role (role.ts), each query in a READ ONLY transaction with a statement
 // timeout and transaction-local settings, and the connection reset (DISCARD ALL) afterwards. Each
 // backend carries the organization it runs a query for in `application_name`
 // (`tally-sandbox:<organization id>`). A statement timeout is not always enough: a function call
