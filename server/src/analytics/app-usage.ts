@@ -33,37 +33,18 @@ export async function appUsage(
   return { totals, topEvents };
 }
 
-/** An app's versions, latest release first; the current version is the first one's. */
+/**
+ * An app's versions, latest release first, kept to those released on or after `range.from` and on
+ * or before `range.to` when given; the current version is the latest of all.
+ */
 export async function appVersionHistory(
   ctx: ServiceContext,
   app: AppRow,
+  range: { from?: Date; to?: Date } = {},
 ): Promise<{ versions: AppVersionRow[]; current: string | null }> {
   const versions = await listAppVersions(ctx.db, app.id);
-  return { versions, current: versions[0]?.version ?? null };
-}
-
-/** The body of GET /mcp/resources/apps/{appId}/versions and of the tool get_app_versions. */
-export async function versionHistoryView(
-  ctx: ServiceContext,
-  app: AppRow,
-  /** Only versions released on or after / before these instants (ISO 8601), when given. */
-  range: { from?: Date; to?: Date } = {},
-) {
-  const { versions, current } = await appVersionHistory(ctx, app);
   const kept = versions.filter(
     (v) => (!range.from || v.released_at >= range.from) && (!range.to || v.released_at <= range.to),
   );
-  return {
-    app_id: app.id,
-    app_name: app.name,
-    current_version: current,
-    versions: kept.map((v) => ({
-      id: v.id,
-      version: v.version,
-      release_notes: v.release_notes,
-      released_at: v.released_at.toISOString(),
-      created_by: v.created_by,
-    })),
-    total: kept.length,
-  };
+  return { versions: kept, current: versions[0]?.version ?? null };
 }

@@ -15,34 +15,6 @@ import {
   updateEventDefinition,
 } from './queries/event-dictionary.js';
 
-export interface DictionaryEntry {
-  id: string;
-  event_name: string;
-  display_name: string | null;
-  description: string | null;
-  category: string | null;
-  archived: boolean;
-  defined: boolean;
-  first_seen: string;
-  last_seen: string;
-  volume_30d: number;
-  properties: Record<string, string>;
-}
-
-const entry = (r: EventDefinitionRow): DictionaryEntry => ({
-  id: r.id,
-  event_name: r.event_name,
-  display_name: r.display_name,
-  description: r.description,
-  category: r.category,
-  archived: r.archived,
-  defined: Boolean(r.description && r.description.trim() !== ''),
-  first_seen: r.first_seen.toISOString(),
-  last_seen: r.last_seen.toISOString(),
-  volume_30d: r.volume_30d,
-  properties: r.properties,
-});
-
 /** First day of the 30 days ending today, in the organization's time zone. */
 async function windowStart(ctx: ServiceContext, app: AppRow): Promise<string> {
   return addDays(localDate(ctx.clock(), await timeZoneOf(ctx, app.organization_id)), -29);
@@ -52,7 +24,7 @@ export async function eventDictionary(
   ctx: ServiceContext,
   app: AppRow,
   options: { includeArchived?: boolean; onlyUndefined?: boolean; search?: string; limit?: number; offset?: number },
-) {
+): Promise<{ rows: EventDefinitionRow[]; total: number; hasMore: boolean }> {
   const limit = options.limit ?? 100;
   const offset = options.offset ?? 0;
   const { rows, total } = await listEventDefinitions(ctx.db, app.id, {
@@ -63,7 +35,7 @@ export async function eventDictionary(
     offset,
     since: await windowStart(ctx, app),
   });
-  return { app_id: app.id, events: rows.map(entry), total, has_more: offset + rows.length < total };
+  return { rows, total, hasMore: offset + rows.length < total };
 }
 
 export async function defineEvent(
@@ -77,7 +49,7 @@ export async function defineEvent(
     archived?: boolean;
     properties?: Record<string, string>;
   },
-): Promise<DictionaryEntry> {
+): Promise<EventDefinitionRow> {
   if ((target.event_id === undefined) === (target.event_name === undefined)) {
     throw new ValidationError('Name the event with exactly one of event_id and event_name.', [
       { path: '/event_id', message: 'give event_id or event_name, not both and not neither' },
@@ -94,5 +66,5 @@ export async function defineEvent(
   }
   const properties = patch.properties === undefined ? undefined : { ...found.properties, ...patch.properties };
   await updateEventDefinition(ctx.db, app.id, found.id, { ...patch, ...(properties ? { properties } : {}) });
-  return entry((await findEventDefinition(ctx.db, app.id, { id: found.id }, since))!);
+  return (await findEventDefinition(ctx.db, app.id, { id: found.id }, since))!;
 }

@@ -70,19 +70,3 @@ export async function searchAppEvents(ctx: ServiceContext, app: AppRow, search: 
     hasMore: search.offset + events.length < total,
   };
 }
-
-/** The body of GET /mcp/events and of the tool query_events. */
-export async function eventsPageView(ctx: ServiceContext, app: AppRow, search: EventSearch) {
-  const page = await searchAppEvents(ctx, app, search);
-  return {
-    events: page.events.map((e) => ({
-      id: e.id,
-      app_id: e.app_id,
-      user_id: e.user_id,
-      event_name: e.event_name,
-      properties: e.properties,
-      created_at: e.created_at.toISOString(),
-    })),
-    pagination: { total: page.total, limit: page.limit, offset: page.offset, has_more: page.hasMore },
-  };
-}

@@ -119,20 +119,21 @@ function recommendation(
   return `The biggest drop is at ${at}: ${plural(lost, 'user')} of the ${users[worst - 1]} who did ${before} (${share}%) did not do ${at} ${within} of their first ${first}. ${advice} Overall, ${overall}% of those who started reached ${events[events.length - 1]}.`;
 }
 
-/** The body of GET /mcp/analytics/funnels and of the tool get_funnel. */
-export async function funnelView(
+/** A funnel as asked (its steps read, the window defaulted) with its report. */
+export interface MeasuredFunnel {
+  events: string[];
+  timeWindow: number;
+  report: FunnelReport;
+}
+
+/** What GET /mcp/analytics/funnels and the tool get_funnel measure. */
+export async function measureFunnel(
   ctx: ServiceContext,
   app: AppRow,
   query: { events: string | readonly string[]; startDate?: string; endDate?: string; timeWindow?: number },
-) {
+): Promise<MeasuredFunnel> {
   const events = funnelSteps(query.events);
   const timeWindow = query.timeWindow ?? 7;
   const report = await funnel(ctx, app, { events, startDate: query.startDate, endDate: query.endDate, timeWindow });
-  return {
-    app_id: app.id,
-    funnel: { events, time_window: timeWindow },
-    steps: report.steps,
-    overall_conversion: report.overall_conversion,
-    analysis: report.analysis,
-  };
+  return { events, timeWindow, report };
 }

@@ -3,8 +3,10 @@
 // week bucket of a range starting on a Wednesday holds Wednesday to Sunday); "the previous bucket"
 // and "the next bucket" are whole periods. Bot traffic is excluded everywhere.
 
+import { timeZoneOf } from '../admin/organizations.js';
 import type { ServiceContext } from '../context.js';
 import { ValidationError } from '../errors.js';
+import type { AppRow } from '../storage/tenancy.js';
 import {
   addDays,
   addUnits,
@@ -101,6 +103,32 @@ function buckets(start: string, end: string, unit: Unit): Bucket[] {
     }
   }
   return out;
+}
+
+/** One metric of an app as GET /v1/analytics/metrics and get_metrics ask for it, with what was asked. */
+export interface AppMetricSeries extends MetricSeries {
+  appId: string;
+  metric: MetricName;
+  granularity: Unit;
+}
+
+/** A metric of the app, in its organization's time zone and with its conversion events. */
+export async function appMetric(
+  ctx: ServiceContext,
+  app: AppRow,
+  q: { metric: MetricName; startDate?: string; endDate?: string; granularity?: Unit },
+): Promise<AppMetricSeries> {
+  const granularity = q.granularity ?? 'day';
+  const series = await computeMetric(ctx, {
+    appId: app.id,
+    metric: q.metric,
+    startDate: q.startDate,
+    endDate: q.endDate,
+    granularity,
+    timeZone: await timeZoneOf(ctx, app.organization_id),
+    conversionEvents: app.conversion_events ?? [],
+  });
+  return { ...series, appId: app.id, metric: q.metric, granularity };
 }
 
 export async function computeMetric(ctx: ServiceContext, req: MetricRequest): Promise<MetricSeries> {

@@ -1,6 +1,7 @@
 // Push campaigns: creation (audience by id or from a prompt, trigger event by name or matched from a
-// prompt, schedule checks), listing, detail and status views, pause and resume. The admin API, the
-// CLI and the MCP tools all call these; the engine that runs them is engagement/campaign-runs.ts.
+// prompt, schedule checks), listing, pause and resume. The admin API, the CLI and the MCP tools all
+// call these (engagement/views.ts shapes what they return); the engine that runs them is
+// engagement/campaign-runs.ts.
 import type { CampaignCreate } from '@tally/client';
 import { type AudienceDraft, draftAudience, storeAudience } from '../audiences/audiences.js';
 import { findAppAudience } from '../audiences/members.js';
@@ -242,26 +243,6 @@ export async function createCampaign(
   creator: CampaignCreator = ADMIN_CREATOR,
 ): Promise<CreatedCampaign> {
   return commitCampaign(ctx, await planCampaign(ctx, app, input, creator));
-}
-
-/** The body that every surface returns for a new campaign (admin API, CLI, MCP tool). */
-export function createdCampaignView(created: CreatedCampaign) {
-  const { campaign } = created;
-  return {
-    campaign_id: campaign.id,
-    name: campaign.name,
-    status: campaign.status,
-    audience: created.audience,
-    trigger: created.trigger,
-    scheduled_at: created.firstRunAt ? created.firstRunAt.toISOString() : null,
-    created_by: creatorOf(campaign) ?? ADMIN_CREATOR,
-  };
-}
-
-/** Who created a campaign, or null when it was created before Tally recorded it. */
-export function creatorOf(c: CampaignRow): CampaignCreator | null {
-  if (!c.created_by_kind) return null;
-  return { kind: c.created_by_kind, key_id: c.created_by_key_id, key_name: c.created_by_key_name };
 }
 
 /** The app's campaigns, newest first, with their counters. */

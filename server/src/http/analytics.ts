@@ -1,9 +1,8 @@
 // POST /v1/analytics/query and GET /v1/analytics/metrics.
 
-import { timeZoneOf } from '../admin/organizations.js';
-import { queryAnalytics } from '../analytics/answer.js';
-import { computeMetric } from '../analytics/metrics.js';
-import { toCsv } from '../analytics/query.js';
+import { appMetric } from '../analytics/metrics.js';
+import { answerQuery, toCsv } from '../analytics/query.js';
+import { metricSeriesView, queryResultView } from '../analytics/views.js';
 import type { ServiceContext } from '../context.js';
 import { requireApp, restPrincipal } from './context.js';
 import { type Handlers, reply } from './operations.js';
@@ -11,33 +10,20 @@ import { type Handlers, reply } from './operations.js';
 export function analyticsHandlers(ctx: ServiceContext): Handlers<'Analytics_query' | 'Analytics_metrics'> {
   return {
     Analytics_query: async ({ body }, request) => {
-      const { answer, body: result } = await queryAnalytics(
-        ctx,
-        requireApp(request),
-        body.query,
-        restPrincipal(request).keyId,
-      );
+      // The key's id: whose sandbox concurrency the query counts against.
+      const owner = restPrincipal(request).keyId;
+      const answer = await answerQuery(ctx, requireApp(request), body.query, { owner });
       if (body.format === 'csv') return reply.send('text/csv', toCsv(answer.columns, answer.rows));
-      return result;
+      return queryResultView(answer);
     },
-    Analytics_metrics: async ({ query }, request) => {
-      const app = requireApp(request);
-      const granularity = query.granularity ?? 'day';
-      const series = await computeMetric(ctx, {
-        appId: app.id,
-        metric: query.metric,
-        startDate: query.start_date,
-        endDate: query.end_date,
-        granularity,
-        timeZone: await timeZoneOf(ctx, app.organization_id),
-        conversionEvents: app.conversion_events ?? [],
-      });
-      return {
-        success: true,
-        metric: query.metric,
-        data: series.points,
-        metadata: { app_id: app.id, start_date: series.startDate, end_date: series.endDate, granularity },
-      };
-    },
+    Analytics_metrics: async ({ query }, request) =>
+      metricSeriesView(
+        await appMetric(ctx, requireApp(request), {
+          metric: query.metric,
+          startDate: query.start_date,
+          endDate: query.end_date,
+          granularity: query.granularity,
+        }),
+      ),
   };
 }

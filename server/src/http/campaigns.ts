@@ -1,19 +1,26 @@
 // Campaign handlers: the admin API (create, list, get, pause, resume), the REST campaign status,
-// and the MCP campaign GETs. Each calls the campaign services.
+// and the MCP campaign GETs. Each calls the campaign services and returns engagement/views.ts's
+// bodies (the admin API adds its `success` flag).
 import { getApp } from '../admin/admin.js';
 import type { ServiceContext } from '../context.js';
-import { campaignDetail, campaignStatus, campaignSummary } from '../engagement/campaign-views.js';
+import { campaignReport, deliveryStatus } from '../engagement/campaign-reports.js';
 import {
   campaignById,
   campaignsOf,
   countsOf,
   createCampaign,
-  createdCampaignView,
   organizationCampaign,
   pauseCampaign,
   resumeCampaign,
 } from '../engagement/campaigns.js';
 import type { CampaignRow } from '../engagement/queries/campaigns.js';
+import {
+  campaignDetailView,
+  campaignListView,
+  campaignStatusView,
+  campaignSummaryView,
+  createdCampaignView,
+} from '../engagement/views.js';
 import { mcpPrincipal, requireApp } from './context.js';
 import { mcpApp } from './mcp-resources.js';
 import type { Handlers } from './operations.js';
@@ -32,7 +39,7 @@ export function campaignHandlers(ctx: ServiceContext): Handlers<CampaignOps> {
   const changed = async (row: CampaignRow) => {
     const { app } = await campaignById(ctx, row.id);
     const counts = await countsOf(ctx, app, [row.id]);
-    return { success: true as const, ...campaignSummary(row, counts.get(row.id)) };
+    return { success: true as const, ...campaignSummaryView(row, counts.get(row.id)) };
   };
   return {
     AdminCampaigns_create: async ({ body, path }) => ({
@@ -41,23 +48,23 @@ export function campaignHandlers(ctx: ServiceContext): Handlers<CampaignOps> {
     }),
     AdminCampaigns_list: async ({ path }) => {
       const { rows, counts } = await campaignsOf(ctx, await getApp(ctx, path.app_id));
-      return { success: true, items: rows.map((r) => campaignSummary(r, counts.get(r.id))) };
+      return { success: true, items: rows.map((r) => campaignSummaryView(r, counts.get(r.id))) };
     },
     AdminCampaigns_get: async ({ path }) => {
       const { campaign, app } = await campaignById(ctx, path.campaign_id);
-      return { success: true, ...(await campaignDetail(ctx, app, campaign)) };
+      return { success: true, ...campaignDetailView(await campaignReport(ctx, app, campaign)) };
     },
     AdminCampaigns_pause: async ({ path }) => changed(await pauseCampaign(ctx, path.campaign_id)),
     AdminCampaigns_resume: async ({ path }) => changed(await resumeCampaign(ctx, path.campaign_id)),
-    Push_campaignStatus: async ({ path }, request) => campaignStatus(ctx, requireApp(request), path.campaign_id),
+    Push_campaignStatus: async ({ path }, request) =>
+      campaignStatusView(await deliveryStatus(ctx, requireApp(request), path.campaign_id)),
     Mcp_listCampaigns: async ({ query }, request) => {
       const app = await mcpApp(ctx, request);
-      const { rows, counts, total } = await campaignsOf(ctx, app, { status: query.status, limit: query.limit ?? 50 });
-      return { app_id: app.id, campaigns: rows.map((r) => campaignSummary(r, counts.get(r.id))), total };
+      return campaignListView(app, await campaignsOf(ctx, app, { status: query.status, limit: query.limit ?? 50 }));
     },
     Mcp_getCampaign: async ({ path }, request) => {
       const { campaign, app } = await organizationCampaign(ctx, mcpPrincipal(request).organizationId, path.campaignId);
-      return campaignDetail(ctx, app, campaign);
+      return campaignDetailView(await campaignReport(ctx, app, campaign));
     },
   };
 }

@@ -1,14 +1,8 @@
 // Admin operations on an app's identity secrets (/admin/v1/apps/{app_id}/identity-secrets).
 import type { ServiceContext } from '../context.js';
-import {
-  generateIdentitySecret,
-  type IdentitySecretInfo,
-  listIdentitySecrets,
-  removeIdentitySecret,
-} from '../website/identity-secrets.js';
+import { generateIdentitySecret, listIdentitySecrets, removeIdentitySecret } from '../website/identity-secrets.js';
+import { identitySecretCreatedView, identitySecretListView, identitySecretRemovedView } from '../website/views.js';
 import { type Handlers, reply } from './operations.js';
-
-const view = (s: IdentitySecretInfo) => ({ secret_id: s.id, created_at: s.created_at.toISOString() });
 
 export function identityHandlers(
   ctx: ServiceContext,
@@ -17,18 +11,10 @@ export function identityHandlers(
     AdminIdentitySecrets_generate: async ({ path }) => {
       const created = await generateIdentitySecret(ctx, path.app_id);
       // The secret is shown once: never cached anywhere on its way.
-      return reply.json(
-        { success: true, secret: created.secret, ...view(created.info), active: created.active.map(view) },
-        { 'Cache-Control': 'no-store' },
-      );
+      return reply.json(identitySecretCreatedView(created), { 'Cache-Control': 'no-store' });
     },
-    AdminIdentitySecrets_list: async ({ path }) => ({
-      success: true,
-      items: (await listIdentitySecrets(ctx, path.app_id)).map(view),
-    }),
-    AdminIdentitySecrets_remove: async ({ path }) => {
-      const removed = await removeIdentitySecret(ctx, path.app_id, path.secret_id);
-      return { success: true, secret_id: removed.id, removed: true, active: removed.active.map(view) };
-    },
+    AdminIdentitySecrets_list: async ({ path }) => identitySecretListView(await listIdentitySecrets(ctx, path.app_id)),
+    AdminIdentitySecrets_remove: async ({ path }) =>
+      identitySecretRemovedView(await removeIdentitySecret(ctx, path.app_id, path.secret_id)),
   };
 }

@@ -3,7 +3,8 @@
 
 import { engagement } from '../analytics/engagement.js';
 import { eventAnalytics } from '../analytics/event-analytics.js';
-import { funnelView } from '../analytics/funnels.js';
+import { measureFunnel } from '../analytics/funnels.js';
+import { engagementView, eventAnalyticsView, funnelView } from '../analytics/views.js';
 import type { ServiceContext } from '../context.js';
 import { requireApp } from './context.js';
 import type { Handlers } from './operations.js';
@@ -19,7 +20,7 @@ export function mcpAnalyticsHandlers(
         endDate: query.end_date,
         segment: query.segment,
       });
-      return { app_id: app.id, ...report };
+      return engagementView(app, report);
     },
     Mcp_eventAnalytics: async ({ path, query }, request) => {
       const app = requireApp(request);
@@ -28,14 +29,17 @@ export function mcpAnalyticsHandlers(
         endDate: query.end_date,
         groupBy: query.group_by ?? 'day',
       });
-      return { event_name: path.eventName, app_id: app.id, ...report };
+      return eventAnalyticsView(app, path.eventName, report);
     },
-    Mcp_funnels: async ({ query }, request) =>
-      funnelView(ctx, requireApp(request), {
+    Mcp_funnels: async ({ query }, request) => {
+      const app = requireApp(request);
+      const measured = await measureFunnel(ctx, app, {
         events: query.events,
         startDate: query.start_date,
         endDate: query.end_date,
         timeWindow: query.time_window,
-      }),
+      });
+      return funnelView(app, measured);
+    },
   };
 }

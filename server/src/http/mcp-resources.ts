@@ -5,15 +5,18 @@
 
 import { appForMcpKey } from '../admin/access.js';
 import { organization } from '../admin/organizations.js';
-import { versionHistoryView } from '../analytics/app-usage.js';
-import { eventsPageView } from '../analytics/event-search.js';
-import { appView, audienceRef, audienceView, resourceIndexView } from '../analytics/resource-views.js';
-import { appAudiences } from '../audiences/members.js';
+import { mcpAuthView } from '../admin/views.js';
+import { appUsage, appVersionHistory, resourceIndex } from '../analytics/app-usage.js';
+import { searchAppEvents } from '../analytics/event-search.js';
+import { appResourceView, eventPageView, resourceIndexView, versionHistoryView } from '../analytics/views.js';
+import { appAudiences, organizationAudience } from '../audiences/members.js';
+import { audienceDetailView, audienceListView } from '../audiences/views.js';
 import type { ServiceContext } from '../context.js';
-import { MCP_PROTOCOL_VERSION, MCP_SERVER_NAME, MCP_SERVER_VERSION } from '../mcp/constants.js';
-import { mcpDocs } from '../mcp/docs.js';
+import { MCP_PROTOCOL_VERSION } from '../mcp/constants.js';
+import { mcpDocs, serverInfoView } from '../mcp/docs.js';
 import type { AppRow } from '../storage/tenancy.js';
 import { userProfile } from '../tracking/user-profiles.js';
+import { userProfileView } from '../tracking/views.js';
 import { mcpPrincipal, type RequestContext } from './context.js';
 import type { Handlers } from './operations.js';
 
@@ -22,8 +25,6 @@ export async function mcpApp(ctx: ServiceContext, request: RequestContext, appId
   if (appId !== undefined) return appForMcpKey(ctx.db, mcpPrincipal(request), appId);
   return request.app ?? appForMcpKey(ctx.db, mcpPrincipal(request));
 }
-
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 type McpResourceOps =
   | 'Mcp_info'
@@ -39,58 +40,38 @@ type McpResourceOps =
 
 export function mcpResourceHandlers(ctx: ServiceContext): Handlers<McpResourceOps> {
   return {
-    Mcp_info: () => ({
-      name: MCP_SERVER_NAME,
-      version: MCP_SERVER_VERSION,
-      protocol_version: MCP_PROTOCOL_VERSION,
-      status: 'ok',
-      transport: 'streamable-http',
-      timestamp: ctx.clock().toISOString(),
-      documentation: '/mcp/docs',
-    }),
+    Mcp_info: () => serverInfoView(ctx.clock()),
     Mcp_docs: (_input, request) => mcpDocs(ctx, ctx.config.publicBaseUrl ?? request.origin),
     Mcp_auth: async (_input, request) => {
       const principal = mcpPrincipal(request);
-      const org = await organization(ctx, principal.organizationId);
-      return {
-        authenticated: true,
-        organization: { id: org.id, name: org.name, description: org.description, timezone: org.timezone },
-        permissions: [...principal.permissions],
-        protocol_version: MCP_PROTOCOL_VERSION,
-      };
+      return mcpAuthView(await organization(ctx, principal.organizationId), principal, MCP_PROTOCOL_VERSION);
     },
-    Mcp_resources: async (_input, request) => resourceIndexView(ctx, mcpPrincipal(request).organizationId),
-    Mcp_getApp: async ({ path }, request) => appView(ctx, await mcpApp(ctx, request, path.appId)),
-    Mcp_appVersions: async ({ path }, request) => versionHistoryView(ctx, await mcpApp(ctx, request, path.appId)),
+    Mcp_resources: async (_input, request) =>
+      resourceIndexView(await resourceIndex(ctx, mcpPrincipal(request).organizationId)),
+    Mcp_getApp: async ({ path }, request) => {
+      const app = await mcpApp(ctx, request, path.appId);
+      return appResourceView(app, await appUsage(ctx, app));
+    },
+    Mcp_appVersions: async ({ path }, request) => {
+      const app = await mcpApp(ctx, request, path.appId);
+      return versionHistoryView(app, await appVersionHistory(ctx, app));
+    },
     Mcp_events: async ({ query }, request) =>
-      eventsPageView(ctx, await mcpApp(ctx, request), {
-        eventName: query.event_name,
-        userId: query.user_id,
-        startDate: query.start_date,
-        endDate: query.end_date,
-        limit: query.limit ?? 100,
-        offset: query.offset ?? 0,
-      }),
-    Mcp_getUser: async ({ path }, request) => {
-      const user = await userProfile(ctx, (await mcpApp(ctx, request)).id, path.userId);
-      return {
-        id: user.id,
-        external_id: user.external_id,
-        email: user.email,
-        phone: user.phone,
-        properties: user.properties,
-        origin: user.origin,
-        created_at: user.created_at.toISOString(),
-        last_active: iso(user.last_active),
-        event_count: Number(user.event_count),
-      };
-    },
-    Mcp_listAudiences: async (_input, request) => {
-      const app = await mcpApp(ctx, request);
-      const audiences = await appAudiences(ctx, app.id);
-      return { audiences: audiences.map((a) => ({ ...audienceRef(a), user_count: Number(a.user_count) })) };
-    },
+      eventPageView(
+        await searchAppEvents(ctx, await mcpApp(ctx, request), {
+          eventName: query.event_name,
+          userId: query.user_id,
+          startDate: query.start_date,
+          endDate: query.end_date,
+          limit: query.limit ?? 100,
+          offset: query.offset ?? 0,
+        }),
+      ),
+    Mcp_getUser: async ({ path }, request) =>
+      userProfileView(await userProfile(ctx, (await mcpApp(ctx, request)).id, path.userId)),
+    Mcp_listAudiences: async (_input, request) =>
+      audienceListView(await appAudiences(ctx, (await mcpApp(ctx, request)).id)),
     Mcp_getAudience: async ({ path }, request) =>
-      audienceView(ctx, mcpPrincipal(request).organizationId, path.audienceId),
+      audienceDetailView(await organizationAudience(ctx, mcpPrincipal(request).organizationId, path.audienceId)),
   };
 }

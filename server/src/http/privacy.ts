@@ -4,23 +4,9 @@
 import { getApp } from '../admin/admin.js';
 import type { ServiceContext } from '../context.js';
 import { auditTrail, eraseUser, exportUser } from '../privacy/privacy.js';
-import type { AuditRow } from '../storage/audit.js';
+import { auditListView, erasedView } from '../privacy/views.js';
 import { requireApp, restPrincipal } from './context.js';
 import { type Handlers, reply } from './operations.js';
-
-const auditView = (row: AuditRow) => ({
-  id: row.id,
-  action: row.action,
-  actor: row.actor,
-  // Entries from before the kind was recorded are erasures and exports: the admin or a REST key.
-  actor_kind: row.actor_kind ?? (row.actor === 'admin' ? 'admin' : 'rest'),
-  actor_name: row.actor_name,
-  user_id: row.user_ref,
-  campaign_id: row.campaign_id,
-  counts: row.counts,
-  completed: row.completed,
-  created_at: row.created_at.toISOString(),
-});
 
 const NO_STORE = { 'Cache-Control': 'no-store' };
 
@@ -30,17 +16,15 @@ export function privacyHandlers(
   'Users_erase' | 'Users_export' | 'AdminPrivacy_eraseUser' | 'AdminPrivacy_exportUser' | 'AdminPrivacy_audit'
 > {
   return {
-    Users_erase: async ({ path }, request) => ({
-      success: true,
-      erased: await eraseUser(ctx, requireApp(request).id, path.user_id, restPrincipal(request).keyId),
-    }),
+    Users_erase: async ({ path }, request) =>
+      erasedView(await eraseUser(ctx, requireApp(request).id, path.user_id, restPrincipal(request).keyId)),
     Users_export: async ({ path }, request) => {
       const started = await exportUser(ctx, requireApp(request).id, path.user_id, restPrincipal(request).keyId);
       return reply.stream('application/json', started.chunks, NO_STORE);
     },
     AdminPrivacy_eraseUser: async ({ path }) => {
       const app = await getApp(ctx, path.app_id);
-      return { success: true, erased: await eraseUser(ctx, app.id, path.user_id, 'admin') };
+      return erasedView(await eraseUser(ctx, app.id, path.user_id, 'admin'));
     },
     AdminPrivacy_exportUser: async ({ path }) => {
       const app = await getApp(ctx, path.app_id);
@@ -52,15 +36,7 @@ export function privacyHandlers(
       // the validator fills the contract's defaults
       const limit = query.limit ?? 100;
       const offset = query.offset ?? 0;
-      const { rows, total } = await auditTrail(ctx, app.id, limit, offset);
-      return {
-        success: true,
-        items: rows.map(auditView),
-        total,
-        limit,
-        offset,
-        has_more: offset + rows.length < total,
-      };
+      return auditListView(await auditTrail(ctx, app.id, limit, offset), limit, offset);
     },
   };
 }

@@ -1,8 +1,10 @@
-// GET /mcp/docs: how to use the MCP server. The tools are listed from the server itself (an
-// in-memory client asks it tools/list), so the documentation can never drift from what is
-// registered.
+// What the MCP server says of itself: GET /mcp/info (name, version, status) and GET /mcp/docs (how
+// to use it). The tools are listed from the server itself (an in-memory client asks it
+// tools/list), so the documentation can never drift from what is registered.
+
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { McpDocs, McpServerInfo } from '@tally/client';
 import type { ServiceContext } from '../context.js';
 import { MCP_PROTOCOL_VERSION, MCP_SERVER_NAME, MCP_SERVER_VERSION } from './constants.js';
 import { createMcpServer } from './server.js';
@@ -40,7 +42,17 @@ function registeredTools(ctx: ServiceContext) {
   return registered;
 }
 
-export async function mcpDocs(ctx: ServiceContext, baseUrl: string) {
+export const serverInfoView = (now: Date): McpServerInfo => ({
+  name: MCP_SERVER_NAME,
+  version: MCP_SERVER_VERSION,
+  protocol_version: MCP_PROTOCOL_VERSION,
+  status: 'ok',
+  transport: 'streamable-http',
+  timestamp: now.toISOString(),
+  documentation: '/mcp/docs',
+});
+
+export async function mcpDocs(ctx: ServiceContext, baseUrl: string): Promise<McpDocs> {
   return {
     name: MCP_SERVER_NAME,
     version: MCP_SERVER_VERSION,

@@ -1,22 +1,32 @@
 // MCP resources (resources/list, resources/read), with tally:// URIs: an app, its event
-// dictionary, an audience, a campaign. Each reads the same view as the matching resource-style GET, within
-// the key's organization (another organization's id is not found). Their contents are data
-// recorded by the app: the descriptions say so.
+// dictionary, an audience, a campaign. Each reads the same view as the matching resource-style GET
+// or tool, within the key's organization (another organization's id is not found). Their contents
+// are data recorded by the app: the descriptions say so.
 
 import { type McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { appForMcpKey } from '../admin/access.js';
-import { resourceIndex } from '../analytics/app-usage.js';
+import { appUsage, resourceIndex } from '../analytics/app-usage.js';
 import { eventDictionary } from '../analytics/event-dictionary.js';
-import { appView, audienceView } from '../analytics/resource-views.js';
-import { campaignDetail } from '../engagement/campaign-views.js';
+import { appResourceView, eventDictionaryView } from '../analytics/views.js';
+import { organizationAudience } from '../audiences/members.js';
+import { audienceDetailView } from '../audiences/views.js';
+import { campaignReport } from '../engagement/campaign-reports.js';
 import { campaignsOf, organizationCampaign } from '../engagement/campaigns.js';
+import { campaignDetailView } from '../engagement/views.js';
 import { AppError } from '../errors.js';
 import type { ToolBinding } from './tool.js';
 
-const json = (uri: URL, data: unknown) => ({
-  contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(data, null, 2) }],
-});
+/** One kind of resource: its URI template, how its instances are listed, and how one is read. */
+interface ResourceKind {
+  name: string;
+  template: string;
+  title: string;
+  description: string;
+  list(): Promise<{ uri: string; name: string }[]>;
+  /** The resource's body, from the template's one variable. */
+  read(id: string): Promise<unknown>;
+}
 
 /** A resource that is not ours to show reads as not found, whatever the reason. */
 async function guarded<T>(uri: URL, read: () => Promise<T>): Promise<T> {
@@ -30,95 +40,86 @@ async function guarded<T>(uri: URL, read: () => Promise<T>): Promise<T> {
   }
 }
 
-export function registerResources(server: McpServer, { ctx, principal }: ToolBinding): void {
+function register(server: McpServer, kind: ResourceKind): void {
+  const variable = /\{(\w+)\}/.exec(kind.template)![1]!;
+  server.registerResource(
+    kind.name,
+    new ResourceTemplate(kind.template, {
+      list: async () => ({
+        resources: (await kind.list()).map((r) => ({ ...r, mimeType: 'application/json' })),
+      }),
+    }),
+    { title: kind.title, description: kind.description, mimeType: 'application/json' },
+    (uri, variables) =>
+      guarded(uri, async () => {
+        const text = JSON.stringify(await kind.read(String(variables[variable])), null, 2);
+        return { contents: [{ uri: uri.href, mimeType: 'application/json', text }] };
+      }),
+  );
+}
+
+/** The four kinds, for the key's organization. */
+function resourceKinds({ ctx, principal }: ToolBinding): ResourceKind[] {
   const organizationId = principal.organizationId;
   const index = () => resourceIndex(ctx, organizationId);
-  const appOf = (id: unknown) => appForMcpKey(ctx.db, principal, String(id));
-
-  server.registerResource(
-    'app',
-    new ResourceTemplate('tally://apps/{appId}', {
-      list: async () => ({
-        resources: (await index()).apps.map((a) => ({
-          uri: `tally://apps/${a.id}`,
-          name: a.name,
-          mimeType: 'application/json',
-        })),
-      }),
-    }),
+  const appOf = (id: string) => appForMcpKey(ctx.db, principal, id);
+  return [
     {
+      name: 'app',
+      template: 'tally://apps/{appId}',
       title: 'App',
       description: 'An app of the organization: its usage totals and most frequent events (data recorded by the app).',
-      mimeType: 'application/json',
+      list: async () => (await index()).apps.map((a) => ({ uri: `tally://apps/${a.id}`, name: a.name })),
+      read: async (id) => {
+        const app = await appOf(id);
+        return appResourceView(app, await appUsage(ctx, app));
+      },
     },
-    (uri, { appId }) => guarded(uri, async () => json(uri, await appView(ctx, await appOf(appId)))),
-  );
-
-  server.registerResource(
-    'event-dictionary',
-    new ResourceTemplate('tally://apps/{appId}/event-dictionary', {
-      list: async () => ({
-        resources: (await index()).apps.map((a) => ({
-          uri: `tally://apps/${a.id}/event-dictionary`,
-          name: `${a.name}: tracked events`,
-          mimeType: 'application/json',
-        })),
-      }),
-    }),
     {
+      name: 'event-dictionary',
+      template: 'tally://apps/{appId}/event-dictionary',
       title: 'Event dictionary',
       description: 'Every event an app has tracked, with definitions and 30-day volumes (data recorded by the app).',
-      mimeType: 'application/json',
-    },
-    (uri, { appId }) =>
-      guarded(uri, async () =>
-        json(uri, await eventDictionary(ctx, await appOf(appId), { includeArchived: true, limit: 500 })),
-      ),
-  );
-
-  server.registerResource(
-    'audience',
-    new ResourceTemplate('tally://audiences/{audienceId}', {
-      list: async () => ({
-        resources: (await index()).audiences.map((a) => ({
-          uri: `tally://audiences/${a.id}`,
-          name: a.name,
-          mimeType: 'application/json',
+      list: async () =>
+        (await index()).apps.map((a) => ({
+          uri: `tally://apps/${a.id}/event-dictionary`,
+          name: `${a.name}: tracked events`,
         })),
-      }),
-    }),
+      read: async (id) => {
+        const app = await appOf(id);
+        return eventDictionaryView(app, await eventDictionary(ctx, app, { includeArchived: true, limit: 500 }));
+      },
+    },
     {
+      name: 'audience',
+      template: 'tally://audiences/{audienceId}',
       title: 'Audience',
       description: 'An audience with its criteria and first 100 members (data recorded by the app).',
-      mimeType: 'application/json',
+      list: async () => (await index()).audiences.map((a) => ({ uri: `tally://audiences/${a.id}`, name: a.name })),
+      read: async (id) => audienceDetailView(await organizationAudience(ctx, organizationId, id)),
     },
-    (uri, { audienceId }) =>
-      guarded(uri, async () => json(uri, await audienceView(ctx, organizationId, String(audienceId)))),
-  );
-
-  server.registerResource(
-    'campaign',
-    new ResourceTemplate('tally://campaigns/{campaignId}', {
+    {
+      name: 'campaign',
+      template: 'tally://campaigns/{campaignId}',
+      title: 'Campaign',
+      description:
+        'A push campaign with its state, content, delivery counters, rates and performance (names and text are data recorded by the app).',
       list: async () => {
         const resources = [];
         for (const a of (await index()).apps) {
           const { rows } = await campaignsOf(ctx, await appOf(a.id), { limit: 100 });
-          for (const c of rows)
-            resources.push({ uri: `tally://campaigns/${c.id}`, name: c.name, mimeType: 'application/json' });
+          for (const c of rows) resources.push({ uri: `tally://campaigns/${c.id}`, name: c.name });
         }
-        return { resources };
+        return resources;
       },
-    }),
-    {
-      title: 'Campaign',
-      description:
-        'A push campaign with its state, content, delivery counters, rates and performance (names and text are data recorded by the app).',
-      mimeType: 'application/json',
+      read: async (id) => {
+        const { campaign, app } = await organizationCampaign(ctx, organizationId, id);
+        return campaignDetailView(await campaignReport(ctx, app, campaign));
+      },
     },
-    (uri, { campaignId }) =>
-      guarded(uri, async () => {
-        const { campaign, app } = await organizationCampaign(ctx, organizationId, String(campaignId));
-        return json(uri, await campaignDetail(ctx, app, campaign));
-      }),
-  );
+  ];
+}
+
+export function registerResources(server: McpServer, binding: ToolBinding): void {
+  for (const kind of resourceKinds(binding)) register(server, kind);
 }

@@ -1,7 +1,7 @@
 // Data-protection requests on one user: erasure (everything stored about the user, in one
 // transaction, with derived counts corrected) and export (everything stored about the user,
 // produced page by page), each recorded in the app's audit trail without the data itself.
-import type { UserErased, UserExport } from '@tally/client';
+import type { UserErased } from '@tally/client';
 import { recountAudiences } from '../audiences/audiences.js';
 import type { ServiceContext } from '../context.js';
 import { NotFoundError } from '../errors.js';
@@ -20,6 +20,7 @@ import {
   subtractUserEventCounts,
 } from './queries/erasure.js';
 import { type ExportCursor, type ExportTable, userRecordsPage } from './queries/user-export.js';
+import { EXPORT_VIEWS, type ExportSection, exportedAliasView, exportedUserView } from './views.js';
 
 /** Who asked: a REST key's id, or `admin` (the admin API and the CLI). */
 export type Actor = string;
@@ -85,93 +86,12 @@ export async function eraseUser(
 /** Records read per query of an export. */
 export const EXPORT_PAGE_SIZE = 1_000;
 
-type ExportRecord = Record<string, unknown>;
-type Sections = {
-  events: UserExport['events'][number];
-  visits: UserExport['visits'][number];
-  push_subscriptions: UserExport['push_subscriptions'][number];
-  deliveries: UserExport['deliveries'][number];
-};
-
-const iso = (v: unknown): string | null => (v === null || v === undefined ? null : new Date(v as Date).toISOString());
-
-const text = (v: unknown) => v as string;
-const orNull = <T>(v: unknown) => (v ?? null) as T | null;
-
-// Every stored column of every record (test/e2e/privacy-export-columns.test.ts compares these
-// with the tables' columns), except app_id and user_id, which the export states once.
-const SECTIONS: { [K in keyof Sections]: { table: ExportTable; view(r: ExportRecord, user: UserRow): Sections[K] } } = {
-  events: {
-    table: 'events',
-    view: (r, user) => ({
-      id: text(r.id),
-      app_id: text(r.app_id),
-      user_id: user.external_id,
-      event_name: text(r.event_name),
-      properties: (r.properties ?? {}) as Record<string, unknown>,
-      ip: orNull(r.ip),
-      ua: orNull(r.ua),
-      source: r.source as Sections['events']['source'],
-      is_bot: Boolean(r.is_bot),
-      created_at: iso(r.created_at)!,
-      received_at: iso(r.received_at)!,
-    }),
-  },
-  visits: {
-    table: 'visits',
-    view: (r) => ({
-      id: text(r.id),
-      visitor_id: text(r.visitor_id),
-      visit_url: text(r.visit_url),
-      path: orNull(r.path),
-      referrer: orNull(r.referrer),
-      page_title: orNull(r.page_title),
-      ua: orNull(r.ua),
-      ip: orNull(r.ip),
-      signals: (r.signals ?? {}) as Record<string, unknown>,
-      advanced_signals: orNull(r.advanced_signals),
-      is_bot: r.is_bot as boolean | null,
-      bot_reason: orNull(r.bot_reason),
-      event_id: orNull(r.event_id),
-      created_at: iso(r.created_at)!,
-      received_at: iso(r.received_at)!,
-    }),
-  },
-  push_subscriptions: {
-    table: 'push_subscriptions',
-    view: (r) => ({
-      id: text(r.id),
-      endpoint: text(r.endpoint),
-      keys: { p256dh: text(r.p256dh), auth: text(r.auth) },
-      expires_at: iso(r.expires_at),
-      created_at: iso(r.created_at)!,
-      updated_at: iso(r.updated_at)!,
-    }),
-  },
-  deliveries: {
-    table: 'push_deliveries',
-    view: (r) => ({
-      id: text(r.id),
-      campaign_id: orNull(r.campaign_id),
-      title: text(r.title),
-      message: text(r.message),
-      action_url: orNull(r.action_url),
-      status: r.status as Sections['deliveries']['status'],
-      provider: r.provider as Sections['deliveries']['provider'],
-      provider_message_id: orNull(r.provider_message_id),
-      generated: Boolean(r.generated),
-      error: orNull(r.error),
-      recipients: Number(r.recipients),
-      failure_kind: orNull(r.failure_kind),
-      attempts: Number(r.attempts),
-      attempted_at: iso(r.attempted_at),
-      next_attempt_at: iso(r.next_attempt_at),
-      resolved_at: iso(r.resolved_at),
-      batch_id: orNull(r.batch_id),
-      created_at: iso(r.created_at)!,
-      clicked_at: iso(r.clicked_at),
-    }),
-  },
+/** Each section of the export after the user and aliases, in order, with the table its records come from. */
+const SECTIONS: { [K in ExportSection]: ExportTable } = {
+  events: 'events',
+  visits: 'visits',
+  push_subscriptions: 'push_subscriptions',
+  deliveries: 'push_deliveries',
 };
 
 /** A started export: the user exists; `chunks` yields the JSON body piece by piece. */
@@ -204,35 +124,19 @@ async function* exportChunks(
   const counts: Record<string, number> = { users: 1, aliases: 0 };
   let completed = false;
   try {
-    const aliases = (await listAliases(ctx.db, appId, user.id)).map((a) => ({
-      alias_id: a.alias_id,
-      created_at: a.created_at.toISOString(),
-    }));
+    const aliases = (await listAliases(ctx.db, appId, user.id)).map(exportedAliasView);
     counts.aliases = aliases.length;
-    const profile: UserExport['user'] = {
-      id: user.id,
-      external_id: user.external_id,
-      email: user.email,
-      phone: user.phone,
-      properties: user.properties ?? {},
-      origin: user.origin,
-      created_at: user.created_at.toISOString(),
-      updated_at: user.updated_at.toISOString(),
-      last_active: iso(user.last_active),
-      event_count: Number(user.event_count),
-      created_via: user.created_via,
-      api_written_at: iso(user.api_written_at),
-    };
+    const profile = exportedUserView(user);
     yield `{"success":true,"user":${JSON.stringify(profile)},"aliases":${JSON.stringify(aliases)}`;
-    for (const name of Object.keys(SECTIONS) as (keyof Sections)[]) {
-      const section = SECTIONS[name];
+    for (const name of Object.keys(SECTIONS) as ExportSection[]) {
+      const view = EXPORT_VIEWS[name];
       counts[name] = 0;
       yield `,${JSON.stringify(name)}:[`;
       let after: ExportCursor | null = null;
       do {
-        const page = await userRecordsPage(ctx.db, section.table, appId, user.id, after, EXPORT_PAGE_SIZE);
+        const page = await userRecordsPage(ctx.db, SECTIONS[name], appId, user.id, after, EXPORT_PAGE_SIZE);
         if (page.rows.length > 0) {
-          const items = page.rows.map((r) => JSON.stringify(section.view(r, user))).join(',');
+          const items = page.rows.map((r) => JSON.stringify(view(r, user))).join(',');
           yield counts[name] > 0 ? `,${items}` : items;
           counts[name] += page.rows.length;
         }

@@ -98,18 +98,12 @@ async function lockOrCreate(
   }
 }
 
-export async function websiteConfig(ctx: ServiceContext, app: AppRow) {
-  return {
-    success: true as const,
-    app_id: app.id,
-    bot_detection: {
-      enabled: app.bot_detection !== 'off',
-      mode: app.bot_detection,
-      advanced_allowed: app.bot_detection === 'advanced' && app.advanced_attested,
-    },
-    // The VAPID public key the SDK subscribes with; null unless the app's provider is Web Push.
-    push: { webpush_public_key: await webPushPublicKey(ctx, app.id) },
-  };
+/** What the SDK is configured from: the app, and the VAPID public key browsers subscribe with (null unless Web Push). */
+export async function websiteConfig(
+  ctx: ServiceContext,
+  app: AppRow,
+): Promise<{ app: AppRow; webPushPublicKey: string | null }> {
+  return { app, webPushPublicKey: await webPushPublicKey(ctx, app.id) };
 }
 
 /** The body of POST /v1/website/visits, as the contract defines it (the app is passed apart). */

@@ -48,29 +48,6 @@ const ALL_FIELDS: InputField[] = [
   'base_url',
 ];
 
-export interface ProviderView {
-  provider: ProviderKind;
-  base_url?: string;
-  onesignal_app_id?: string;
-  webhook_url?: string;
-  vapid_subject?: string;
-  webpush_public_key?: string;
-  configured_at: Date;
-}
-
-function view(row: PushProviderRow): ProviderView {
-  const s = row.settings;
-  return {
-    provider: row.provider,
-    ...(s.base_url ? { base_url: s.base_url } : {}),
-    ...(s.onesignal_app_id ? { onesignal_app_id: s.onesignal_app_id } : {}),
-    ...(s.webhook_url ? { webhook_url: s.webhook_url } : {}),
-    ...(s.vapid_subject ? { vapid_subject: s.vapid_subject } : {}),
-    ...(s.vapid_public_key ? { webpush_public_key: s.vapid_public_key } : {}),
-    configured_at: row.updated_at,
-  };
-}
-
 function checkInput(input: ProviderInput): void {
   const { required } = FIELDS[input.provider];
   const errors: FieldError[] = [];
@@ -104,7 +81,7 @@ export async function configureProvider(
   ctx: ServiceContext,
   appId: string,
   input: ProviderInput,
-): Promise<ProviderView> {
+): Promise<PushProviderRow> {
   const app = await getApp(ctx, appId);
   checkInput(input);
   const secretKey = ctx.config.secretKey;
@@ -132,7 +109,7 @@ export async function configureProvider(
     ctx.clock(),
   );
   ctx.logger.info({ app_id: app.id, provider: input.provider }, 'push provider configured');
-  return view(row);
+  return row;
 }
 
 async function existingVapidKeys(ctx: ServiceContext, appId: string, secretKey: string) {
@@ -146,11 +123,11 @@ async function existingVapidKeys(ctx: ServiceContext, appId: string, secretKey: 
   }
 }
 
-export async function getProvider(ctx: ServiceContext, appId: string): Promise<ProviderView> {
+export async function getProvider(ctx: ServiceContext, appId: string): Promise<PushProviderRow> {
   const app = await getApp(ctx, appId);
   const row = await findProvider(ctx.db, app.id);
   if (!row) throw new NotFoundError(`The app ${app.id} has no push provider configured.`);
-  return view(row);
+  return row;
 }
 
 /** The VAPID public key browsers subscribe with, or null unless the app uses Web Push. */

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { appForMcpKey } from '../../admin/access.js';
 import { createAudience as create } from '../../audiences/audiences.js';
+import { createdAudienceBrief } from '../../audiences/views.js';
 import { appIdArgument, defineTool } from '../tool.js';
 
 export const createAudience = defineTool({
@@ -46,14 +47,7 @@ export const createAudience = defineTool({
       user_count: created.userCount,
       query_method: created.queryMethod,
     });
-    return {
-      audience_id: created.audience.id,
-      name: created.audience.name,
-      user_count: created.userCount,
-      query_method: created.queryMethod,
-      confidence: created.confidence,
-      ...(created.understood ? { interpretation: created.understood } : {}),
-    };
+    return createdAudienceBrief(created);
   },
   summary: (r) => `Audience ${r.audience_id} created with ${r.user_count} user${r.user_count === 1 ? '' : 's'}.`,
 });

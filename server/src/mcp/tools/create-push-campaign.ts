@@ -6,7 +6,8 @@
 import { z } from 'zod';
 import { appForMcpKey } from '../../admin/access.js';
 import { previewCampaign } from '../../engagement/campaign-preview.js';
-import { commitCampaign, createdCampaignView, planCampaign } from '../../engagement/campaigns.js';
+import { commitCampaign, planCampaign } from '../../engagement/campaigns.js';
+import { createdCampaignView } from '../../engagement/views.js';
 import { AppError } from '../../errors.js';
 import { appIdArgument, defineTool, textOrNull } from '../tool.js';
 import type { Confirmation } from '../tool-talk.js';

@@ -1,7 +1,8 @@
 // get_app_versions: an app's release history, as GET /mcp/resources/apps/{appId}/versions.
 import { z } from 'zod';
 import { appForMcpKey } from '../../admin/access.js';
-import { versionHistoryView } from '../../analytics/app-usage.js';
+import { appVersionHistory } from '../../analytics/app-usage.js';
+import { versionHistoryView } from '../../analytics/views.js';
 import { ValidationError } from '../../errors.js';
 import { appIdArgument, defineTool, textOrNull } from '../tool.js';
 
@@ -52,7 +53,7 @@ export const getAppVersions = defineTool({
     let to = parseInstant(args.end_date, '/end_date');
     // A date alone means the whole day.
     if (to && args.end_date && /^\d{4}-\d{2}-\d{2}$/.test(args.end_date)) to = new Date(to.getTime() + 86_399_999);
-    return versionHistoryView(ctx, app, { from, to });
+    return versionHistoryView(app, await appVersionHistory(ctx, app, { from, to }));
   },
   summary: (r) =>
     `${r.total} version${r.total === 1 ? '' : 's'}; the current one is ${r.current_version ?? 'not recorded yet'}.`,

@@ -1,8 +1,9 @@
 // get_campaign_status: one campaign's detail (counters, rates in percent, performance), like
 // GET /mcp/resources/campaigns/{campaignId}.
 import { z } from 'zod';
-import { campaignDetail } from '../../engagement/campaign-views.js';
+import { campaignReport } from '../../engagement/campaign-reports.js';
 import { organizationCampaign } from '../../engagement/campaigns.js';
+import { campaignDetailView } from '../../engagement/views.js';
 import { DATA_DISCLAIMER, defineTool } from '../tool.js';
 import { campaignDetailShape } from './campaign-schemas.js';
 
@@ -26,7 +27,7 @@ export const getCampaignStatus = defineTool({
   writes: false,
   async run(args, { ctx, principal }) {
     const { campaign, app } = await organizationCampaign(ctx, principal.organizationId, args.campaign_id);
-    return campaignDetail(ctx, app, campaign);
+    return campaignDetailView(await campaignReport(ctx, app, campaign));
   },
   summary: (r) => `Campaign ${r.id} is ${r.status}: ${r.stats.sent} sent, ${r.stats.delivered} delivered.`,
 });

@@ -1,7 +1,8 @@
 // get_funnel: how many users go through a sequence of events, as GET /mcp/analytics/funnels.
 import { z } from 'zod';
 import { appForMcpKey } from '../../admin/access.js';
-import { funnelView } from '../../analytics/funnels.js';
+import { measureFunnel } from '../../analytics/funnels.js';
+import { funnelView } from '../../analytics/views.js';
 import { appIdArgument, DATA_DISCLAIMER, defineTool, textOrNull } from '../tool.js';
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD');
@@ -45,12 +46,13 @@ export const getFunnel = defineTool({
   writes: false,
   async run(args, { ctx, principal }) {
     const app = await appForMcpKey(ctx.db, principal, args.app_id);
-    return funnelView(ctx, app, {
+    const measured = await measureFunnel(ctx, app, {
       events: args.events,
       startDate: args.start_date,
       endDate: args.end_date,
       timeWindow: args.time_window,
     });
+    return funnelView(app, measured);
   },
   summary: (r) =>
     `${r.steps.length} steps; ${r.overall_conversion}% of the users who started went through all of them.`,

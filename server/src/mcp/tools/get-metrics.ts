@@ -1,8 +1,8 @@
 // get_metrics: one of the seven metrics as a series, the same body as GET /v1/analytics/metrics.
 import { z } from 'zod';
 import { appForMcpKey } from '../../admin/access.js';
-import { timeZoneOf } from '../../admin/organizations.js';
-import { computeMetric } from '../../analytics/metrics.js';
+import { appMetric } from '../../analytics/metrics.js';
+import { metricSeriesView } from '../../analytics/views.js';
 import { appIdArgument, defineTool } from '../tool.js';
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD');
@@ -34,22 +34,14 @@ export const getMetrics = defineTool({
   writes: false,
   async run(args, { ctx, principal }) {
     const app = await appForMcpKey(ctx.db, principal, args.app_id);
-    const granularity = args.granularity ?? 'day';
-    const series = await computeMetric(ctx, {
-      appId: app.id,
-      metric: args.metric,
-      startDate: args.start_date,
-      endDate: args.end_date,
-      granularity,
-      timeZone: await timeZoneOf(ctx, app.organization_id),
-      conversionEvents: app.conversion_events ?? [],
-    });
-    return {
-      success: true as const,
-      metric: args.metric,
-      data: series.points,
-      metadata: { app_id: app.id, start_date: series.startDate, end_date: series.endDate, granularity },
-    };
+    return metricSeriesView(
+      await appMetric(ctx, app, {
+        metric: args.metric,
+        startDate: args.start_date,
+        endDate: args.end_date,
+        granularity: args.granularity,
+      }),
+    );
   },
   summary: (r) =>
     `${r.metric} from ${r.metadata.start_date} to ${r.metadata.end_date} by ${r.metadata.granularity}: ${r.data.length} buckets.`,

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { appForMcpKey } from '../../admin/access.js';
 import { eventDictionary } from '../../analytics/event-dictionary.js';
+import { eventDictionaryView } from '../../analytics/views.js';
 import { appIdArgument, DATA_DISCLAIMER, defineTool, textOrNull } from '../tool.js';
 
 export const dictionaryEntry = z.object({
@@ -44,12 +45,13 @@ export const listEventDictionary = defineTool({
   writes: false,
   async run(args, { ctx, principal }) {
     const app = await appForMcpKey(ctx.db, principal, args.app_id);
-    return eventDictionary(ctx, app, {
+    const page = await eventDictionary(ctx, app, {
       includeArchived: args.include_archived,
       onlyUndefined: args.only_undefined,
       search: args.search,
       limit: args.limit,
     });
+    return eventDictionaryView(app, page);
   },
   summary: (r) => `${r.events.length} of ${r.total} tracked events${r.has_more ? ' (more with a higher limit)' : ''}.`,
 });

@@ -1,8 +1,8 @@
 // list_push_campaigns: an app's campaigns with delivery counters, like GET /mcp/resources/campaigns.
 import { z } from 'zod';
 import { appForMcpKey } from '../../admin/access.js';
-import { campaignSummary } from '../../engagement/campaign-views.js';
 import { campaignsOf } from '../../engagement/campaigns.js';
+import { campaignListView } from '../../engagement/views.js';
 import { appIdArgument, DATA_DISCLAIMER, defineTool } from '../tool.js';
 import { campaignStatus, campaignSummary as summarySchema } from './campaign-schemas.js';
 
@@ -27,8 +27,7 @@ export const listPushCampaigns = defineTool({
   writes: false,
   async run(args, { ctx, principal }) {
     const app = await appForMcpKey(ctx.db, principal, args.app_id);
-    const { rows, counts, total } = await campaignsOf(ctx, app, { status: args.status, limit: args.limit ?? 50 });
-    return { app_id: app.id, campaigns: rows.map((r) => campaignSummary(r, counts.get(r.id))), total };
+    return campaignListView(app, await campaignsOf(ctx, app, { status: args.status, limit: args.limit ?? 50 }));
   },
   summary: (r) => `${r.campaigns.length} of ${r.total} campaign${r.total === 1 ? '' : 's'}.`,
 });

@@ -2,7 +2,8 @@
 // sandbox as POST /v1/analytics/query, with the same result.
 import { z } from 'zod';
 import { appForMcpKey } from '../../admin/access.js';
-import { queryAnalytics as answer } from '../../analytics/answer.js';
+import { answerQuery } from '../../analytics/query.js';
+import { queryResultView } from '../../analytics/views.js';
 import { appIdArgument, DATA_DISCLAIMER, defineTool, jsonValue } from '../tool.js';
 
 export const queryAnalytics = defineTool({
@@ -36,7 +37,8 @@ export const queryAnalytics = defineTool({
   writes: false,
   async run(args, { ctx, principal, talk }) {
     const app = await appForMcpKey(ctx.db, principal, args.app_id);
-    const { body } = await answer(ctx, app, args.query, principal.keyId);
+    // The key's id: whose sandbox concurrency the query counts against.
+    const body = queryResultView(await answerQuery(ctx, app, args.query, { owner: principal.keyId }));
     await talk.log('debug', 'The SQL that answered the question.', { sql: body.sql, query_method: body.query_method });
     await talk.log('info', `The query ran in the SQL sandbox in ${body.query_time_ms} ms.`, {
       query_time_ms: body.query_time_ms,

@@ -1,7 +1,8 @@
 // query_events: an app's raw events, newest first, as GET /mcp/events.
 import { z } from 'zod';
 import { appForMcpKey } from '../../admin/access.js';
-import { eventsPageView } from '../../analytics/event-search.js';
+import { searchAppEvents } from '../../analytics/event-search.js';
+import { eventPageView } from '../../analytics/views.js';
 import { appIdArgument, DATA_DISCLAIMER, defineTool, jsonValue } from '../tool.js';
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD');
@@ -41,7 +42,7 @@ export const queryEvents = defineTool({
   writes: false,
   async run(args, { ctx, principal }) {
     const app = await appForMcpKey(ctx.db, principal, args.app_id);
-    return eventsPageView(ctx, app, {
+    const page = await searchAppEvents(ctx, app, {
       eventName: args.event_name,
       userId: args.user_id,
       startDate: args.start_date,
@@ -49,6 +50,7 @@ export const queryEvents = defineTool({
       limit: args.limit ?? 100,
       offset: args.offset ?? 0,
     });
+    return eventPageView(page);
   },
   summary: (r) =>
     `${r.events.length} of ${r.pagination.total} events${r.pagination.has_more ? ' (more with a higher offset)' : ''}.`,

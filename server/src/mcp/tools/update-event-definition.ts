@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { appForMcpKey } from '../../admin/access.js';
 import { defineEvent } from '../../analytics/event-dictionary.js';
+import { dictionaryEntryView } from '../../analytics/views.js';
 import { appIdArgument, defineTool } from '../tool.js';
 import { dictionaryEntry } from './list-event-dictionary.js';
 
@@ -33,7 +34,7 @@ export const updateEventDefinition = defineTool({
   async run(args, { ctx, principal }) {
     const app = await appForMcpKey(ctx.db, principal, args.app_id);
     const { app_id: _app, event_id, event_name, ...patch } = args;
-    return defineEvent(ctx, app, { event_id, event_name }, patch);
+    return dictionaryEntryView(await defineEvent(ctx, app, { event_id, event_name }, patch));
   },
   summary: (r) => `The definition of event ${r.id} was updated; it is ${r.defined ? 'defined' : 'not defined yet'}.`,
 });
