@@ -2,7 +2,7 @@
 // failed trigger occurrences) and for the REST status of a campaign or of a /sendpush delivery
 // (where it stands, its delivery counts, when it finished). engagement/views.ts shapes them.
 import type { CampaignStatusResult } from '@tally/client';
-import { findAudience } from '../audiences/queries/audiences.js';
+import { findAppAudience } from '../audiences/members.js';
 import type { ServiceContext } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import { isUuid } from '../ids.js';
@@ -35,7 +35,7 @@ export async function campaignReport(ctx: ServiceContext, app: AppRow, c: Campai
   const figures = await deliveryFigures(ctx.db, app.id, { campaignId: c.id });
   const timeZone = await appTimeZone(ctx, app);
   const peakHour = await peakDeliveryHour(ctx.db, app.id, c.id, timeZone);
-  const audience = c.audience_id ? await findAudience(ctx.db, app.id, c.audience_id) : undefined;
+  const audience = c.audience_id ? await findAppAudience(ctx, app.id, c.audience_id) : undefined;
   return {
     campaign: c,
     counts,
