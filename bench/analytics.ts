@@ -8,12 +8,10 @@ import knexModule from 'knex';
 import { computeMetric, type MetricName } from '../server/src/analytics/metrics.js';
 import { answerQuery } from '../server/src/analytics/query.js';
 import { loadConfig } from '../server/src/config.js';
-import type { ServiceContext } from '../server/src/context.js';
 import { uuidv7 } from '../server/src/ids.js';
 import { createLogger } from '../server/src/logger.js';
-import { openDatabase } from '../server/src/storage/db.js';
-import { EventWriter } from '../server/src/storage/event-writer.js';
 import { insertApp, insertOrganization } from '../server/src/storage/tenancy.js';
+import { createTally } from '../server/src/tally.js';
 import { seedDemo } from '../server/src/tracking/demo.js';
 
 const METRICS: MetricName[] = ['dau', 'mau', 'retention', 'revenue', 'arpu', 'conversion', 'churn'];
@@ -44,19 +42,12 @@ export async function benchAnalytics(adminUrl: string, options = { users: 10_000
   await admin.raw(`create database ${name}`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const database = await openDatabase({ databaseUrl: url.toString() });
+  const config = loadConfig({ DATABASE_URL: url.toString(), LOG_LEVEL: 'warn' });
+  const clock = () => new Date(`${END}T18:00:00Z`);
+  const tally = await createTally(config, { logger: createLogger('warn'), clock });
+  const { database } = tally;
   try {
-    const logger = createLogger('warn');
-    const clock = () => new Date(`${END}T18:00:00Z`);
-    const ctx: ServiceContext = {
-      db: database.knex,
-      config: loadConfig({ DATABASE_URL: url.toString(), LOG_LEVEL: 'warn' }),
-      logger,
-      clock,
-      ingestor: new EventWriter(database.knex, logger),
-      llm: null,
-      sandbox: database.sandbox,
-    };
+    const ctx = tally.context;
     const org = await insertOrganization(database.knex, { id: uuidv7(), name: 'Bench' });
     const app = await insertApp(database.knex, { id: uuidv7(), organization_id: org.id, name: 'Bench app' });
     let t = performance.now();
@@ -90,7 +81,7 @@ export async function benchAnalytics(adminUrl: string, options = { users: 10_000
       median_ms: figures,
     };
   } finally {
-    await database.close();
+    await tally.close();
     await admin.raw(`drop database if exists ${name} with (force)`);
     await admin.destroy();
   }

@@ -5,7 +5,6 @@
 //   npm run bench -- nl
 import fs from 'node:fs';
 import { loadConfig } from '../server/src/config.js';
-import type { ServiceContext } from '../server/src/context.js';
 import { uuidv7 } from '../server/src/ids.js';
 import {
   type Clock,
@@ -18,8 +17,8 @@ import { type CompileContext, compileQuery, compileSegmentCount } from '../serve
 import { loadLexiconData } from '../server/src/language/queries/lexicon.js';
 import { createLogger } from '../server/src/logger.js';
 import { openDatabase } from '../server/src/storage/db.js';
-import { EventWriter } from '../server/src/storage/event-writer.js';
 import { insertApp, insertOrganization } from '../server/src/storage/tenancy.js';
+import { createTally } from '../server/src/tally.js';
 import { seedDemo } from '../server/src/tracking/demo.js';
 
 const ROUNDS = Number(process.env.BENCH_RUNS ?? 20);
@@ -38,17 +37,10 @@ export async function benchNl() {
   const database = await openDatabase({ dataDir: ':memory:' });
   let lexicon: Lexicon;
   const now = new Date('2026-03-31T18:00:00Z');
+  const config = loadConfig({ LOG_LEVEL: 'warn', DATA_DIR: '/nonexistent-bench' });
+  const tally = await createTally(config, { logger: createLogger('warn'), database, clock: () => now });
   try {
-    const logger = createLogger('warn');
-    const ctx: ServiceContext = {
-      db: database.knex,
-      config: loadConfig({ LOG_LEVEL: 'warn', DATA_DIR: '/nonexistent-bench' }),
-      logger,
-      clock: () => now,
-      ingestor: new EventWriter(database.knex, logger),
-      llm: null,
-      sandbox: database.sandbox,
-    };
+    const ctx = tally.context;
     const org = await insertOrganization(database.knex, { id: uuidv7(), name: 'Bench org' });
     const app = await insertApp(database.knex, { id: uuidv7(), organization_id: org.id, name: 'Bench app' });
     await seedDemo(ctx, app.id, { users: 60, days: 60, seed: 1, end_date: '2026-03-31' });
@@ -109,6 +101,7 @@ export async function benchNl() {
       runs: times.length,
     };
   } finally {
+    await tally.close();
     await database.close();
   }
 }

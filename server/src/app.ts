@@ -3,9 +3,6 @@
 import { fullFormats } from 'ajv-formats/dist/formats.js';
 import express, { type Express } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import type { Logger } from 'pino';
-import type { Config } from './config.js';
-import type { ServiceContext } from './context.js';
 import { loadContract } from './contract.js';
 import { envelope, errorHandler, NotFoundError } from './errors.js';
 import { resolveApp } from './http/access.js';
@@ -17,42 +14,16 @@ import { mcpJsonRpcRouter } from './http/mcp-jsonrpc.js';
 import { mcpOriginGuard } from './http/mcp-origin.js';
 import { dispatch } from './http/operations.js';
 import { opsRouter } from './http/ops.js';
-import { openRateLimits, rateLimit } from './http/rate-limit.js';
 import { memoiseRouteCompilation } from './http/route-cache.js';
 import { sdkRouter } from './http/sdk.js';
 import { websiteGate } from './http/website-gate.js';
-import { createLlm } from './llm/index.js';
-import { McpTalkBack } from './mcp/talk-back.js';
-import type { Database } from './storage/db.js';
-import type { EventWriter } from './storage/event-writer.js';
+import type { Tally } from './tally.js';
 
-export interface AppDeps {
-  config: Config;
-  database: Database;
-  logger: Logger;
-  clock?: () => Date;
-  ingestor: EventWriter;
-  /** Wakes the delivery worker for a push retry (server.ts); without it, its minute schedule does. */
-  wakeDeliveries?: (at: Date) => void;
-  /** Where MCP calls waiting on a client's answer are found (server.ts owns and closes it). */
-  mcpTalkBack?: McpTalkBack;
-}
-
-export function createApp(deps: AppDeps): Express {
-  const { config, database, logger } = deps;
-  const ctx: ServiceContext = {
-    db: database.knex,
-    config,
-    logger,
-    clock: deps.clock ?? (() => new Date()),
-    ingestor: deps.ingestor,
-    llm: createLlm(config),
-    sandbox: database.sandbox,
-    wakeDeliveries: deps.wakeDeliveries,
-  };
+/** The Express app of one composition root: its service context, rate limiter and MCP answer relay. */
+export function createApp(tally: Tally): Express {
+  const { config, database, logger, context: ctx, rateLimiter } = tally;
   const { yaml, doc } = loadContract();
   memoiseRouteCompilation();
-  openRateLimits(config, logger);
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
@@ -63,14 +34,14 @@ export function createApp(deps: AppDeps): Express {
   app.use(opsRouter(database, yaml, doc));
   app.use(mcpOriginGuard(config)); // foreign web origins and, on loopback, foreign host names: 403 on /mcp
   app.use(mcpBearerKey); // the MCP key may come as Authorization: Bearer
-  app.use(mcpJsonRpcRouter(ctx, deps.mcpTalkBack ?? new McpTalkBack(undefined, logger)));
+  app.use(mcpJsonRpcRouter(ctx, tally.mcpTalkBack, rateLimiter));
   app.use(sdkRouter(config, logger));
   app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
-  app.use(websiteGate(ctx)); // CORS and rate limits of /v1/website/*, before validation
+  app.use(websiteGate(ctx, rateLimiter)); // CORS and rate limits of /v1/website/*, before validation
   // The tracked push link needs no credential: limited per client IP, before anything is looked up.
   app.use(
     '/v1/r',
-    rateLimit(config, 'clicks', (req) => req.ip ?? ''),
+    rateLimiter.middleware('clicks', (req) => req.ip ?? ''),
   );
   app.use(inputRules(doc)); // NUL bytes, lone surrogates, non-finite numbers, nesting: before anything reads values
   app.use(
@@ -88,7 +59,7 @@ export function createApp(deps: AppDeps): Express {
             onError: (err: Error, _body: unknown, req: express.Request) =>
               logger.warn({ err: err.message, path: req.path }, 'response does not match the contract'),
           },
-      validateSecurity: { handlers: securityHandlers(database.knex, config) },
+      validateSecurity: { handlers: securityHandlers(ctx, config, rateLimiter) },
       ignoreUndocumented: false,
     }),
   );

@@ -133,7 +133,7 @@ describe('isolation and features', () => {
     expect(data).toMatchObject({ rows_returned: 10_000, truncated: true });
     expect(data!.data).toHaveLength(10_000);
     const direct = await runSandboxedQuery(
-      { sandbox: server.db.sandbox, logger: undefined as never },
+      { sandbox: server.tally.sandbox, logger: undefined as never },
       tenant.app.id,
       'SELECT n FROM (SELECT (properties->>$$n$$)::int AS n FROM events) s ORDER BY n LIMIT 7',
       { timeoutMs: 5000, rowCap: 3 },
@@ -142,7 +142,7 @@ describe('isolation and features', () => {
   });
 
   it.runIf(process.env.TEST_DATABASE_URL)('runs as the confined sandbox role, read-only (PostgreSQL)', async () => {
-    const ctx = { sandbox: server.db.sandbox, logger: undefined as never };
+    const ctx = { sandbox: server.tally.sandbox, logger: undefined as never };
     const who = await runOverRelations(
       ctx,
       tenant.app.id,

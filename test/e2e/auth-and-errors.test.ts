@@ -44,7 +44,7 @@ describe('REST authentication', () => {
     const t = await server.createTenant();
     expect((await t.client.eventsTrack({ body: event })).response.status).toBe(200);
     const { revokeKey } = await import('../../server/src/admin/keys.js');
-    await revokeKey(server.db.knex, t.apiKeyId);
+    await revokeKey(server.tally.context, t.apiKeyId);
     const { error, response } = await t.client.eventsTrack({ body: event });
     expect(response.status).toBe(401);
     expect(error).toMatchObject({ code: 'REVOKED_API_KEY' });

@@ -11,10 +11,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../server/src/app.js';
 import { loadConfig } from '../../server/src/config.js';
 import { createLogger } from '../../server/src/logger.js';
-import { postgresSandbox } from '../../server/src/sandbox/queries/postgres.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
-import { EventWriter } from '../../server/src/storage/event-writer.js';
 import { updateApp } from '../../server/src/storage/tenancy.js';
+import { createTally, type Tally } from '../../server/src/tally.js';
 import { openTestDatabase, startTestServer, TEST_ADMIN_TOKEN } from '../helpers/server.js';
 
 const SITE = 'https://shop.example';
@@ -37,6 +36,7 @@ describe('a server whose database cannot be reached (closed port)', () => {
   let server: Server;
   let url: string;
   let database: Database;
+  let tally: Tally;
 
   beforeAll(async () => {
     const knex = knexModule({
@@ -46,16 +46,15 @@ describe('a server whose database cannot be reached (closed port)', () => {
       acquireConnectionTimeout: 3_000,
       log: { warn() {}, error() {}, debug() {}, deprecate() {} }, // the refused connections are expected
     });
-    const sandbox = postgresSandbox(knex, 'postgres://postgres@127.0.0.1:1/tally', undefined);
-    database = { knex, kind: 'postgres', sandbox, close: () => knex.destroy() };
+    database = { knex, kind: 'postgres', url: 'postgres://postgres@127.0.0.1:1/tally', close: () => knex.destroy() };
     const config = loadConfig({
       NODE_ENV: 'test',
       RATE_LIMITS: 'off',
       LOG_LEVEL: 'silent',
       ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     });
-    const logger = createLogger('silent');
-    const app = createApp({ config, database, logger, ingestor: new EventWriter(knex, logger) });
+    tally = await createTally(config, { logger: createLogger('silent'), database });
+    const app = createApp(tally);
     server = await new Promise<Server>((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });
@@ -63,6 +62,7 @@ describe('a server whose database cannot be reached (closed port)', () => {
   });
   afterAll(async () => {
     await new Promise<void>((r) => server?.close(() => r()));
+    await tally?.close();
     await database?.close();
   });
 

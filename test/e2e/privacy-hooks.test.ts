@@ -1,12 +1,11 @@
-// Erasure hooks (privacy/erasure-hooks.ts) run inside the erasure's transaction: their counts are
-// reported as queued_sends_cancelled, and a hook that throws rolls the whole erasure back. Events
-// written while a user is erased never outlive it. Open-ended user ids, on erase or export, never
-// answer 500 and never reach a user of another tenant. The /v1 calls are rate limited as "other"
-// REST calls, the admin ones are not.
+// Erasure hooks (privacy/erasure-hooks.ts, registered on the server's composition root) run inside
+// the erasure's transaction: their counts are reported as queued_sends_cancelled, and a hook that
+// throws rolls the whole erasure back. Events written while a user is erased never outlive it.
+// Open-ended user ids, on erase or export, never answer 500 and never reach a user of another
+// tenant. The /v1 calls are rate limited as "other" REST calls, the admin ones are not.
 import { createTallyClient } from '@tally/client';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerErasureHook } from '../../server/src/privacy/erasure-hooks.js';
 import { findUserById } from '../../server/src/storage/users.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
@@ -38,7 +37,7 @@ describe('erasure hooks', () => {
   it('run inside the transaction, and their counts are reported', async () => {
     const userId = await makeUser(a, 'hooked');
     const seen: { appId: string; userId: string; userVisible: boolean; eventsLeft: number }[] = [];
-    const unregister = registerErasureHook('test-queued-sends', async (tx, appId, id) => {
+    const unregister = server.tally.context.erasureHooks.register('test-queued-sends', async (tx, appId, id) => {
       // inside the transaction the user still exists; the erasure has not committed yet
       const user = await findUserById(tx, appId, id);
       const events = await tx('events').where({ app_id: appId, user_id: id }).count('* as n').first();
@@ -57,7 +56,7 @@ describe('erasure hooks', () => {
   it('a hook that throws rolls the whole erasure back', async () => {
     const userId = await makeUser(a, 'kept');
     await a.client.usersCreateAlias({ body: { user_id: 'kept', alias_id: 'kept-alias' } });
-    const unregister = registerErasureHook('test-failing', async (tx, appId, id) => {
+    const unregister = server.tally.context.erasureHooks.register('test-failing', async (tx, appId, id) => {
       // what ran before the failure (in the same transaction) must be undone too
       await tx('user_aliases').where({ app_id: appId, user_id: id }).delete();
       throw new Error('the campaign store is unavailable');

@@ -1,7 +1,6 @@
 // REST and MCP rate limits per key: headers on every limited response, 429 with Retry-After and
 // details once a class's per-minute limit is used up, and classes counted apart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rateLimiterFailures } from '../../server/src/http/rate-limit.js';
 import { updateApp } from '../../server/src/storage/tenancy.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
@@ -101,11 +100,11 @@ describe('rate limits shared through Redis (REDIS_URL)', () => {
     );
     try {
       const t = await down.createTenant();
-      expect(rateLimiterFailures(down.config)).toBe(0);
+      expect(down.tally.rateLimiter.failures).toBe(0);
       const { response } = await t.client.eventsTrack({ body: { event_name: 'e', user_id: 'r-2' } });
       expect(response.status).toBe(200);
       expect(response.headers.get('x-ratelimit-limit')).toBeNull();
-      expect(rateLimiterFailures(down.config)).toBeGreaterThan(0);
+      expect(down.tally.rateLimiter.failures).toBeGreaterThan(0);
     } finally {
       await down.close();
     }
@@ -126,7 +125,7 @@ describe('rate limits shared through Redis (REDIS_URL)', () => {
       expect(response.status).toBe(503);
       expect(error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', error: 'Service Unavailable' });
       expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0);
-      expect(rateLimiterFailures(down.config)).toBeGreaterThan(0);
+      expect(down.tally.rateLimiter.failures).toBeGreaterThan(0);
       expect(await down.db.knex('events').where({ app_id: t.app.id })).toEqual([]);
     } finally {
       await down.close();

@@ -75,15 +75,7 @@ export async function startDemoApp(file: CaseFile, env: Record<string, string> =
     appId: app.id,
     client,
     admin,
-    ctx: {
-      db: db.knex,
-      config,
-      logger: createLogger('silent'),
-      clock,
-      ingestor: undefined as never,
-      llm: null,
-      sandbox: db.sandbox,
-    },
+    ctx: { ...running.tally.context, llm: null },
     async reference(sql: string) {
       // knex.raw reads `?` as a binding: escape jsonb's ? operator.
       const result = await db.knex.raw(sql.replaceAll('?', '\\?').replaceAll(':app', `'${app.id}'`));

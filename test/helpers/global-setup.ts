@@ -11,6 +11,7 @@ import knexModule from 'knex';
 import type { TestProject } from 'vitest/node';
 import { JobRunner } from '../../server/src/jobs/runner.js';
 import { createLogger } from '../../server/src/logger.js';
+import { sandboxExecutor } from '../../server/src/sandbox/open.js';
 import { sandboxRoleName } from '../../server/src/sandbox/queries/role.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
 
@@ -55,7 +56,9 @@ export default async function setup(project: TestProject) {
 
 /** What every server does at its first start, done once before test files start servers together. */
 async function prepare(db: Database): Promise<void> {
-  await db.sandbox.confinement(); // the sandbox role (PostgreSQL)
+  const sandbox = sandboxExecutor(db);
+  await sandbox.confinement(); // the sandbox role (PostgreSQL)
+  await sandbox.close();
   const jobs = new JobRunner(db, createLogger('silent'));
   await jobs.start([]); // the job queue's schema
   await jobs.stop();

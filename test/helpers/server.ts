@@ -14,6 +14,7 @@ import { createLogger } from '../../server/src/logger.js';
 import { startServer } from '../../server/src/server.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
 import { type AppRow, insertApp, insertOrganization, type OrganizationRow } from '../../server/src/storage/tenancy.js';
+import type { Tally } from '../../server/src/tally.js';
 
 export const TEST_ADMIN_TOKEN = 'tk_admin_test-token-for-the-suite';
 
@@ -49,6 +50,8 @@ export interface TestServer {
   db: Database;
   config: Config;
   jobs: JobRunner;
+  /** The server's composition root: its service context, sandbox, caches, hooks and rate limiter. */
+  tally: Tally;
   createTenant(options?: {
     orgWide?: boolean;
     mcpPermissions?: Permission[];
@@ -96,6 +99,7 @@ export async function startTestServer(
     db,
     config,
     jobs: running.jobs,
+    tally: running.tally,
     clientFor,
     async createTenant(options = {}) {
       const organization =

@@ -160,12 +160,12 @@ describe.runIf(postgres)('a query past its statement timeout (PostgreSQL)', () =
     // without checking for a cancel. The checker allows it: its values stay small.
     const products = Array.from({ length: 100 }, (_, i) => `w * (w - ${i})`).join(' + ');
     const uninterruptible = `WITH x AS (SELECT (10::numeric ^ 65000) - 1 AS w) SELECT length((${products})::text) AS n FROM x`;
-    const stoppedBefore = server.db.sandbox.stoppedByForce;
+    const stoppedBefore = server.tally.sandbox.executor.stoppedByForce;
     const pending = sql(server, t.apiKey, t.app.id, uninterruptible);
     const backend = await until('the query running', () => backends(server, t.organization.id).then((r) => r[0]));
     const answer = await pending;
     expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 400, code: 'QUERY_TIMEOUT' });
-    expect(server.db.sandbox.stoppedByForce).toBe(stoppedBefore + 1);
+    expect(server.tally.sandbox.executor.stoppedByForce).toBe(stoppedBefore + 1);
     // the answer came once its backend was gone
     const { rows } = await server.db.knex.raw('SELECT 1 FROM pg_stat_activity WHERE pid = ?', [backend.pid]);
     expect(rows).toEqual([]);

@@ -146,7 +146,7 @@ export async function keysOf(ctx: ServiceContext, appId: string) {
 
 export async function revoke(ctx: ServiceContext, keyId: string) {
   if (!(await getKey(ctx.db, keyId))) throw new NotFoundError(`No key with id ${keyId}.`);
-  return revokeKey(ctx.db, keyId);
+  return revokeKey(ctx, keyId);
 }
 
 export type { VersionRow };

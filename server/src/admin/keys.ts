@@ -1,5 +1,6 @@
 // API keys: creation (only a hash is stored), authentication of each surface's credential, and
-// the admin token. A key of one surface never authenticates another.
+// the admin token. A key of one surface never authenticates another. Lookups go through the key
+// cache the composition root builds (one per root, on ServiceContext.keys).
 import { AuthError, NotFoundError } from '../errors.js';
 import { hashSecret, isUuid, newSecret, uuidv7 } from '../ids.js';
 import type { Db } from '../storage/handle.js';
@@ -63,10 +64,10 @@ export async function createKey(
 
 export const listKeys = listApiKeys;
 
-export async function revokeKey(db: Db, keyId: string): Promise<ApiKeyRow> {
-  const row = isUuid(keyId) ? await revokeApiKey(db, keyId) : undefined;
+export async function revokeKey(ctx: KeyContext, keyId: string): Promise<ApiKeyRow> {
+  const row = isUuid(keyId) ? await revokeApiKey(ctx.db, keyId) : undefined;
   if (!row) throw new NotFoundError(`No API key with id ${keyId}.`);
-  cacheFor(db).delete(row.key_hash);
+  ctx.keys.forget(row.key_hash);
   return row;
 }
 
@@ -77,33 +78,42 @@ export async function getKey(db: Db, keyId: string): Promise<ApiKeyRow | undefin
 // Keys are looked up on every request; a short-lived cache keeps that off the hot path. Revocation
 // in this process clears the entry at once; other instances see it within the TTL.
 const KEY_CACHE_TTL_MS = 5_000;
-type KeyCache = Map<string, { row: ApiKeyRow | null; expires: number }>;
-const keyCaches = new WeakMap<Db, KeyCache>();
 
-function cacheFor(db: Db): KeyCache {
-  let cache = keyCaches.get(db);
-  if (!cache) {
-    cache = new Map();
-    keyCaches.set(db, cache);
+/** Key rows by hash, each kept a few seconds (a row of null: no such key). */
+export class KeyCache {
+  private readonly entries = new Map<string, { row: ApiKeyRow | null; expires: number }>();
+
+  /** How many hashes are cached. */
+  get size(): number {
+    return this.entries.size;
   }
-  return cache;
+
+  /** The key with this hash, from the cache while fresh, else from the database. */
+  async lookup(db: Db, keyHash: string): Promise<ApiKeyRow | null> {
+    const now = Date.now();
+    const hit = this.entries.get(keyHash);
+    if (hit && hit.expires > now) return hit.row;
+    const row = (await findApiKeyByHash(db, keyHash)) ?? null;
+    if (this.entries.size > 10_000) this.entries.clear();
+    this.entries.set(keyHash, { row, expires: now + KEY_CACHE_TTL_MS });
+    return row;
+  }
+
+  forget(keyHash: string): void {
+    this.entries.delete(keyHash);
+  }
 }
 
-async function lookupKey(db: Db, keyHash: string): Promise<ApiKeyRow | null> {
-  const keyCache = cacheFor(db);
-  const now = Date.now();
-  const hit = keyCache.get(keyHash);
-  if (hit && hit.expires > now) return hit.row;
-  const row = (await findApiKeyByHash(db, keyHash)) ?? null;
-  if (keyCache.size > 10_000) keyCache.clear();
-  keyCache.set(keyHash, { row, expires: now + KEY_CACHE_TTL_MS });
-  return row;
+/** What key checks need: the database and the root's key cache (a ServiceContext has both). */
+export interface KeyContext {
+  readonly db: Db;
+  readonly keys: KeyCache;
 }
 
-async function authenticate(db: Db, secret: string | undefined, kind: 'rest' | 'mcp'): Promise<ApiKeyRow> {
+async function authenticate(ctx: KeyContext, secret: string | undefined, kind: 'rest' | 'mcp'): Promise<ApiKeyRow> {
   const label = kind === 'rest' ? 'API key' : 'MCP API key';
   if (!secret) throw new AuthError('MISSING_AUTH', `This endpoint needs an ${label}; none was sent.`);
-  const row = await lookupKey(db, hashSecret(secret));
+  const row = await ctx.keys.lookup(ctx.db, hashSecret(secret));
   if (!row || row.kind !== kind) {
     throw new AuthError('INVALID_API_KEY', `The ${label} is not valid.`);
   }
@@ -111,13 +121,13 @@ async function authenticate(db: Db, secret: string | undefined, kind: 'rest' | '
   return row;
 }
 
-export async function authenticateRest(db: Db, secret: string | undefined): Promise<RestPrincipal> {
-  const row = await authenticate(db, secret, 'rest');
+export async function authenticateRest(ctx: KeyContext, secret: string | undefined): Promise<RestPrincipal> {
+  const row = await authenticate(ctx, secret, 'rest');
   return { kind: 'rest', keyId: row.id, appId: row.app_id, organizationId: row.organization_id, orgWide: row.org_wide };
 }
 
-export async function authenticateMcp(db: Db, secret: string | undefined): Promise<McpPrincipal> {
-  const row = await authenticate(db, secret, 'mcp');
+export async function authenticateMcp(ctx: KeyContext, secret: string | undefined): Promise<McpPrincipal> {
+  const row = await authenticate(ctx, secret, 'mcp');
   return {
     kind: 'mcp',
     keyId: row.id,

@@ -1,7 +1,8 @@
-// Commands that work on the database directly (no server involved): `tally migrate` runs the
-// migrations against DATABASE_URL or the embedded database in DATA_DIR and exits (the embedded
-// lock refuses it while a server runs there); `tally sandbox-sql` prints the one-time SQL a
-// superuser runs when Tally's own PostgreSQL role may not set up the SQL sandbox itself.
+// Commands that work on the database directly (no server involved): `tally migrate` builds the
+// composition root (tally.ts), which opens and migrates DATABASE_URL or the embedded database in
+// DATA_DIR, reports and exits (the embedded lock refuses it while a server runs there);
+// `tally sandbox-sql` prints the one-time SQL a superuser runs when Tally's own PostgreSQL role
+// may not set up the SQL sandbox itself.
 import type { Command } from 'commander';
 import { CliError, cliConfig, type GlobalOptions, print, withGlobalOptions } from './runtime.js';
 
@@ -17,13 +18,14 @@ export function registerMigrateCommand(program: Command): void {
   ).action(async (opts: GlobalOptions) => {
     const config = cliConfig();
     // Loaded here so that the other commands never pay for the database drivers.
-    const { openDatabase } = await import('../storage/db.js');
+    const { createTally } = await import('../tally.js');
+    const { createLogger } = await import('../logger.js');
     const { DataDirLockedError } = await import('../storage/lock.js');
     const { appliedMigrationNames } = await import('../storage/maintenance.js');
     const where = config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `the embedded database in ${config.dataDir}`;
-    let db: Awaited<ReturnType<typeof openDatabase>>;
+    let tally: Awaited<ReturnType<typeof createTally>>;
     try {
-      db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+      tally = await createTally(config, { logger: createLogger('silent') });
     } catch (err) {
       if (err instanceof DataDirLockedError) {
         throw new CliError(`Refusing to migrate while a server holds the embedded database. ${err.message}`);
@@ -31,18 +33,18 @@ export function registerMigrateCommand(program: Command): void {
       throw new CliError(`Could not migrate ${where}: ${err instanceof Error ? err.message : String(err)}`);
     }
     try {
-      const migrations = await appliedMigrationNames(db.knex);
+      const migrations = await appliedMigrationNames(tally.database.knex);
       print(
         opts,
         {
-          database: db.kind,
+          database: tally.database.kind,
           ...(config.databaseUrl ? {} : { data_dir: config.dataDir }),
           migrations,
         },
         `The schema of ${where} is up to date (${migrations.length} migrations applied, latest ${migrations.at(-1) ?? 'none'}).`,
       );
     } finally {
-      await db.close();
+      await tally.close();
     }
   });
 }

@@ -8,14 +8,13 @@ import { findAppAudience } from '../audiences/members.js';
 import type { ServiceContext } from '../context.js';
 import { ConflictError, type FieldError, NotFoundError, refuseIfAny } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
-import { registerErasureHook } from '../privacy/erasure-hooks.js';
+import type { ErasureHooks } from '../privacy/erasure-hooks.js';
 import { insertAuditEntry } from '../storage/audit.js';
 import { inTransaction } from '../storage/handle.js';
 import { type AppRow, findApp, findOrganization } from '../storage/tenancy.js';
 import { mcpCampaignsAllowed, mcpEarliestStart, mcpRecurrenceAllowed } from './campaign-mcp-rules.js';
 import { cronProblem, dailyAt, nextCronRun } from './campaign-schedule.js';
 import { matchTriggerEvent } from './campaign-trigger-match.js';
-import { forgetTriggerCampaigns } from './campaign-triggers.js';
 import { cancelQueuedCampaignSends } from './queries/campaign-sends.js';
 import {
   type CampaignCounts,
@@ -226,7 +225,7 @@ export async function commitCampaign(ctx: ServiceContext, plan: CampaignPlan): P
     });
     return { campaign, audience };
   });
-  if (campaign.schedule_type === 'trigger') forgetTriggerCampaigns(app.id);
+  if (campaign.schedule_type === 'trigger') ctx.triggerCampaigns.forget(app.id);
   ctx.logger.info(
     { app_id: app.id, campaign_id: campaign.id, type: campaign.schedule_type, created_by: creator.kind },
     'campaign created',
@@ -289,7 +288,7 @@ export async function pauseCampaign(ctx: ServiceContext, id: string): Promise<Ca
     updated_at: now,
   });
   if (!moved) throw new ConflictError('The campaign changed state meanwhile; read it again and retry.');
-  if (moved.schedule_type === 'trigger') forgetTriggerCampaigns(moved.app_id);
+  if (moved.schedule_type === 'trigger') ctx.triggerCampaigns.forget(moved.app_id);
   return moved;
 }
 
@@ -313,7 +312,7 @@ export async function resumeCampaign(ctx: ServiceContext, id: string): Promise<C
     patch.next_run_at = nextCronRun(campaign.recurrence, now, await appTimeZone(ctx, app));
   const moved = await moveCampaign(ctx.db, campaign.app_id, campaign.id, ['paused'], patch);
   if (!moved) throw new ConflictError('The campaign changed state meanwhile; read it again and retry.');
-  if (moved.schedule_type === 'trigger') forgetTriggerCampaigns(moved.app_id);
+  if (moved.schedule_type === 'trigger') ctx.triggerCampaigns.forget(moved.app_id);
   return moved;
 }
 
@@ -335,6 +334,6 @@ export const countsOf = (ctx: ServiceContext, app: AppRow, ids: string[]) =>
   campaignCounts(ctx.db, app.id, ids, app.conversion_events);
 
 /** A user's erasure cancels their queued campaign sends (and unread trigger occurrences). */
-export function registerCampaignErasure(): void {
-  registerErasureHook('campaign-sends', (tx, appId, userId) => cancelQueuedCampaignSends(tx, appId, userId));
+export function registerCampaignErasure(hooks: ErasureHooks): void {
+  hooks.register('campaign-sends', (tx, appId, userId) => cancelQueuedCampaignSends(tx, appId, userId));
 }

@@ -5,15 +5,15 @@ import {
   authenticateAdmin,
   authenticateMcp,
   authenticateRest,
+  type KeyContext,
   type McpPrincipal,
   type Permission,
 } from '../admin/keys.js';
 import type { Config, RateLimitClass } from '../config.js';
 import { AppError, ForbiddenError, toAppError } from '../errors.js';
-import type { Db } from '../storage/handle.js';
 import { contextOf } from './context.js';
 import { operationId } from './operations.js';
-import { applyDecision, checkAuthFailures, consume, recordAuthFailure } from './rate-limit.js';
+import { applyDecision, type RateLimiter } from './rate-limit.js';
 
 function bearer(req: Request): string | undefined {
   const header = req.headers.authorization;
@@ -49,20 +49,20 @@ export function requirePermission(principal: McpPrincipal, permission: Permissio
  * The precise error is remembered for the envelope; anything unexpected (the database is down)
  * is mapped here too, so the validator never turns it into a 401.
  */
-export async function checkCredential(config: Config, req: Request, check: () => Promise<void>): Promise<void> {
+export async function checkCredential(limiter: RateLimiter, req: Request, check: () => Promise<void>): Promise<void> {
   const ip = req.ip ?? '';
-  if (req.res) await checkAuthFailures(config, req.res, ip);
+  if (req.res) await limiter.checkAuthFailures(req.res, ip);
   try {
     await check();
   } catch (err) {
-    if (err instanceof AppError && err.code === 'INVALID_API_KEY') await recordAuthFailure(config, ip);
+    if (err instanceof AppError && err.code === 'INVALID_API_KEY') await limiter.recordAuthFailure(ip);
     throw err;
   }
 }
 
-async function guarded(config: Config, req: Request, check: () => Promise<void>): Promise<boolean> {
+async function guarded(limiter: RateLimiter, req: Request, check: () => Promise<void>): Promise<boolean> {
   try {
-    await checkCredential(config, req, check);
+    await checkCredential(limiter, req, check);
     return true;
   } catch (err) {
     const context = contextOf(req);
@@ -84,30 +84,31 @@ function restClass(req: Request): RateLimitClass {
 }
 
 /** Counts the request against its key's per-minute limit; throws 429 when it is over. */
-async function limit(config: Config, req: Request, cls: RateLimitClass, keyId: string): Promise<void> {
-  const decision = await consume(config, cls, keyId);
+async function limit(limiter: RateLimiter, req: Request, cls: RateLimitClass, keyId: string): Promise<void> {
+  const decision = await limiter.consume(cls, keyId);
   const refused = decision && req.res ? applyDecision(req.res, decision) : null;
   if (refused) throw refused;
 }
 
-export function securityHandlers(db: Db, config: Config) {
+/** The validator's handlers of the three schemes: keys through the root's key cache, limits through its limiter. */
+export function securityHandlers(keys: KeyContext, config: Config, limiter: RateLimiter) {
   return {
     ApiKeyAuth: (req: Request) =>
-      guarded(config, req, async () => {
-        const principal = await authenticateRest(db, bearer(req));
-        await limit(config, req, restClass(req), principal.keyId);
+      guarded(limiter, req, async () => {
+        const principal = await authenticateRest(keys, bearer(req));
+        await limit(limiter, req, restClass(req), principal.keyId);
         contextOf(req).principal = principal;
       }),
     McpApiKeyAuth: (req: Request) =>
-      guarded(config, req, async () => {
-        const principal = await authenticateMcp(db, req.header('x-mcp-api-key'));
+      guarded(limiter, req, async () => {
+        const principal = await authenticateMcp(keys, req.header('x-mcp-api-key'));
         requirePermission(principal, 'read');
-        await limit(config, req, 'mcp', principal.keyId);
+        await limit(limiter, req, 'mcp', principal.keyId);
         contextOf(req).principal = principal;
       }),
     AdminTokenAuth: (req: Request) =>
-      guarded(config, req, async () => {
-        await authenticateAdmin(db, config.adminToken, bearer(req));
+      guarded(limiter, req, async () => {
+        await authenticateAdmin(keys.db, config.adminToken, bearer(req));
         contextOf(req).principal = { kind: 'admin' };
       }),
   };

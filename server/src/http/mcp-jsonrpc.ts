@@ -12,7 +12,7 @@ import { jsonRpcError, serveMcp } from '../mcp/http.js';
 import type { McpTalkBack } from '../mcp/talk-back.js';
 import { checkCredential } from './auth.js';
 import { requestContext } from './context.js';
-import { applyDecision, consume } from './rate-limit.js';
+import { applyDecision, type RateLimiter } from './rate-limit.js';
 
 /** JSON-RPC error code for a missing or refused credential (implementation-defined server error). */
 export const JSONRPC_UNAUTHORIZED = -32001;
@@ -25,16 +25,15 @@ export function isJsonRpcRequest(req: Request): boolean {
   return req.method === 'GET' && (req.header('accept') ?? '').includes('text/event-stream');
 }
 
-export function mcpJsonRpcRouter(ctx: ServiceContext, talkBack: McpTalkBack): Router {
-  const { db, config } = ctx;
+export function mcpJsonRpcRouter(ctx: ServiceContext, talkBack: McpTalkBack, limiter: RateLimiter): Router {
   const router = Router();
   router.all('/mcp', async (req: Request, res: Response, next: NextFunction) => {
     if (!isJsonRpcRequest(req)) return next();
     let principal: McpPrincipal | undefined;
     try {
-      await checkCredential(config, req, async () => {
-        principal = await authenticateMcp(db, req.header('x-mcp-api-key'));
-        const decision = await consume(config, 'mcp', principal.keyId);
+      await checkCredential(limiter, req, async () => {
+        principal = await authenticateMcp(ctx, req.header('x-mcp-api-key'));
+        const decision = await limiter.consume('mcp', principal.keyId);
         const refused = decision ? applyDecision(res, decision) : null;
         if (refused) throw refused;
       });

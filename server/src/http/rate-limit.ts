@@ -1,5 +1,6 @@
 // Per-minute rate limits as Express middleware: a fixed window per (class, key), counted in memory
-// or, with REDIS_URL, in Redis so several instances share them. Limits come from
+// or, with REDIS_URL, in Redis so several instances share them; the composition root opens one
+// RateLimiter and closes it. Limits come from
 // `config.rateLimits` (null turns every limit off). Every limited response carries
 // X-RateLimit-Limit/Remaining/Reset; a refused one is 429 RATE_LIMIT_EXCEEDED with Retry-After.
 // When the store fails (Redis down), the failure is logged and counted, and the request is let
@@ -11,6 +12,7 @@ import type { Config, RateLimitClass } from '../config.js';
 import { AppError } from '../errors.js';
 
 const WINDOW_MS = 60_000;
+const AUTH_FAILURES_WHAT = 'failed authentications from your address';
 /** How long Redis commands fail at once after one failed, before the next is tried. */
 const FAIL_FAST_MS = 5_000;
 /** Sweep expired windows once the table holds this many keys, so memory stays bounded. */
@@ -101,70 +103,100 @@ function redisStore(url: string, logger: Logger): WindowStore {
   };
 }
 
-interface Limiter {
-  store: WindowStore;
-  logger: Logger | null;
-  /** Store failures since the limiter opened. */
-  failures: number;
-  /** When a failure was last logged (failures are logged at most once per window). */
-  loggedAt: number;
-}
-
-/** One limiter per configuration, shared by every middleware built from it. */
-const limiters = new WeakMap<Config, Limiter>();
-
-/** Opens the counter store of this configuration (Redis with REDIS_URL, else memory). */
-export function openRateLimits(config: Config, logger: Logger): void {
-  if (!limiters.has(config)) {
-    const store = config.redisUrl ? redisStore(config.redisUrl, logger) : memoryStore();
-    limiters.set(config, { store, logger, failures: 0, loggedAt: 0 });
-  }
-}
-
-export async function closeRateLimits(config: Config): Promise<void> {
-  await limiters.get(config)?.store.close();
-  limiters.delete(config);
-}
-
-/** How many times the rate-limit store failed to answer for this configuration (since it opened). */
-export function rateLimiterFailures(config: Config): number {
-  return limiters.get(config)?.failures ?? 0;
-}
-
-function limiterOf(config: Config): Limiter {
-  let limiter = limiters.get(config);
-  if (!limiter) {
-    limiter = { store: memoryStore(), logger: null, failures: 0, loggedAt: 0 };
-    limiters.set(config, limiter);
-  }
-  return limiter;
-}
-
 /**
- * Runs one store operation. On failure: counts and logs it, then answers null (fail open: the
- * request is not limited) or throws 503 SERVICE_UNAVAILABLE (RATE_LIMITS_FAIL=closed).
+ * The counters of one composition root (tally.ts), shared by every middleware it builds: in Redis
+ * when the configuration names REDIS_URL, else in this process, decided once when it opens.
  */
-async function ask(
-  config: Config,
-  operation: (store: WindowStore) => Promise<{ count: number; resetAt: number }>,
-  now: number,
-): Promise<{ count: number; resetAt: number } | null> {
-  const limiter = limiterOf(config);
-  try {
-    return await operation(limiter.store);
-  } catch (err) {
-    limiter.failures++;
-    if (now - limiter.loggedAt >= WINDOW_MS) {
-      limiter.loggedAt = now;
-      limiter.logger?.error(
-        { err: (err as Error)?.message, failures: limiter.failures, fail_mode: config.rateLimitsFail },
-        config.rateLimitsFail === 'closed'
-          ? 'rate limits: the store failed; requests are refused with 503 (RATE_LIMITS_FAIL=closed)'
-          : 'rate limits: the store failed; requests are let through unlimited (RATE_LIMITS_FAIL=open)',
-      );
+export class RateLimiter {
+  /** Where the counters live. */
+  readonly kind: 'memory' | 'redis';
+  /** Store failures since the limiter opened. */
+  failures = 0;
+  /** When a failure was last logged (failures are logged at most once per window). */
+  private loggedAt = 0;
+  private readonly store: WindowStore;
+
+  constructor(
+    private readonly config: Config,
+    private readonly logger: Logger,
+  ) {
+    this.kind = config.redisUrl ? 'redis' : 'memory';
+    this.store = config.redisUrl ? redisStore(config.redisUrl, logger) : memoryStore();
+  }
+
+  /**
+   * Runs one store operation. On failure: counts and logs it, then answers null (fail open: the
+   * request is not limited) or throws 503 SERVICE_UNAVAILABLE (RATE_LIMITS_FAIL=closed).
+   */
+  private async ask(
+    operation: (store: WindowStore) => Promise<{ count: number; resetAt: number }>,
+    now: number,
+  ): Promise<{ count: number; resetAt: number } | null> {
+    const { config } = this;
+    try {
+      return await operation(this.store);
+    } catch (err) {
+      this.failures++;
+      if (now - this.loggedAt >= WINDOW_MS) {
+        this.loggedAt = now;
+        this.logger.error(
+          { err: (err as Error)?.message, failures: this.failures, fail_mode: config.rateLimitsFail },
+          config.rateLimitsFail === 'closed'
+            ? 'rate limits: the store failed; requests are refused with 503 (RATE_LIMITS_FAIL=closed)'
+            : 'rate limits: the store failed; requests are let through unlimited (RATE_LIMITS_FAIL=open)',
+        );
+      }
+      if (config.rateLimitsFail === 'closed') throw serviceUnavailable('rate limiter');
+      return null;
     }
-    if (config.rateLimitsFail === 'closed') throw serviceUnavailable('rate limiter');
-    return null;
+  }
+
+  /** Counts one request of `cls` for `key`; null when the class is not limited (or the store failed open). */
+  async consume(cls: RateLimitClass, key: string, now = Date.now()): Promise<RateDecision | null> {
+    const limit = this.config.rateLimits?.[cls];
+    if (!limit) return null;
+    const counted = await this.ask((store) => store.hit(`${cls}:${key}`, now), now);
+    if (!counted) return null;
+    const { count, resetAt } = counted;
+    return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetAt };
+  }
+
+  /**
+   * Refuses every credential from an IP that failed authentication `auth_failures` times this
+   * minute: throws 429 before the credential is even looked up.
+   */
+  async checkAuthFailures(res: Response, ip: string, now = Date.now()): Promise<void> {
+    const limit = this.config.rateLimits?.auth_failures;
+    if (!limit) return;
+    const seen = await this.ask((store) => store.peek(`auth_failures:${ip}`, now), now);
+    if (!seen || seen.count < limit) return;
+    throw applyDecision(res, { allowed: false, limit, remaining: 0, resetAt: seen.resetAt }, now, AUTH_FAILURES_WHAT)!;
+  }
+
+  /** Counts one failed authentication of an IP. */
+  async recordAuthFailure(ip: string, now = Date.now()): Promise<void> {
+    if (!this.config.rateLimits?.auth_failures) return;
+    await this.ask((store) => store.hit(`auth_failures:${ip}`, now), now);
+  }
+
+  /**
+   * Middleware limiting requests of one class. `keyFn` names what is limited (for example the IP
+   * and app); returning null leaves the request unlimited. `cls` may be a function of the request
+   * when one route serves several classes.
+   */
+  middleware(cls: RateLimitClass | ((req: Request) => RateLimitClass), keyFn: (req: Request) => string | null) {
+    return async (req: Request, res: Response, next: NextFunction) => {
+      if (!this.config.rateLimits) return next();
+      const key = keyFn(req);
+      if (key === null) return next();
+      const now = Date.now();
+      const decision = await this.consume(typeof cls === 'function' ? cls(req) : cls, key, now);
+      next(decision ? (applyDecision(res, decision, now) ?? undefined) : undefined);
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.store.close();
   }
 }
 
@@ -174,21 +206,6 @@ function serviceUnavailable(what: 'rate limiter'): AppError {
     'SERVICE_UNAVAILABLE',
     `The ${what} cannot be reached right now, so requests are refused for safety. Retry in a few seconds.`,
   );
-}
-
-/** Counts one request of `cls` for `key`; null when the class is not limited (or the store failed open). */
-export async function consume(
-  config: Config,
-  cls: RateLimitClass,
-  key: string,
-  now = Date.now(),
-): Promise<RateDecision | null> {
-  const limit = config.rateLimits?.[cls];
-  if (!limit) return null;
-  const counted = await ask(config, (store) => store.hit(`${cls}:${key}`, now), now);
-  if (!counted) return null;
-  const { count, resetAt } = counted;
-  return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetAt };
 }
 
 /** Sets the rate-limit headers of a decision; returns the 429 error when the request is refused. */
@@ -210,44 +227,4 @@ export function applyDecision(
     `Too many ${what}: at most ${decision.limit} per minute are allowed here. Retry in ${retryAfter} seconds.`,
     { limit: decision.limit, window: WINDOW_MS / 1000, retry_after: retryAfter },
   );
-}
-
-const AUTH_FAILURES_WHAT = 'failed authentications from your address';
-
-/**
- * Refuses every credential from an IP that failed authentication `auth_failures` times this
- * minute: throws 429 before the credential is even looked up.
- */
-export async function checkAuthFailures(config: Config, res: Response, ip: string, now = Date.now()): Promise<void> {
-  const limit = config.rateLimits?.auth_failures;
-  if (!limit) return;
-  const seen = await ask(config, (store) => store.peek(`auth_failures:${ip}`, now), now);
-  if (!seen || seen.count < limit) return;
-  throw applyDecision(res, { allowed: false, limit, remaining: 0, resetAt: seen.resetAt }, now, AUTH_FAILURES_WHAT)!;
-}
-
-/** Counts one failed authentication of an IP. */
-export async function recordAuthFailure(config: Config, ip: string, now = Date.now()): Promise<void> {
-  if (!config.rateLimits?.auth_failures) return;
-  await ask(config, (store) => store.hit(`auth_failures:${ip}`, now), now);
-}
-
-/**
- * Middleware limiting requests of one class. `keyFn` names what is limited (for example the IP
- * and app); returning null leaves the request unlimited. `cls` may be a function of the request
- * when one route serves several classes.
- */
-export function rateLimit(
-  config: Config,
-  cls: RateLimitClass | ((req: Request) => RateLimitClass),
-  keyFn: (req: Request) => string | null,
-) {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    if (!config.rateLimits) return next();
-    const key = keyFn(req);
-    if (key === null) return next();
-    const now = Date.now();
-    const decision = await consume(config, typeof cls === 'function' ? cls(req) : cls, key, now);
-    next(decision ? (applyDecision(res, decision, now) ?? undefined) : undefined);
-  };
 }

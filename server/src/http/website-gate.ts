@@ -11,7 +11,7 @@ import type { AppRow } from '../storage/tenancy.js';
 import { callerOrigin, someAppAllows, websiteAccess } from '../website/origin.js';
 import { requestedAppId } from './access.js';
 import { type RequestContext, requestContext } from './context.js';
-import { applyDecision, consume, rateLimit } from './rate-limit.js';
+import { applyDecision, type RateLimiter } from './rate-limit.js';
 
 const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Request-Id';
 
@@ -28,7 +28,7 @@ function rateClass(req: Request): RateLimitClass {
     : 'website_events';
 }
 
-export function websiteGate(ctx: ServiceContext): Router {
+export function websiteGate(ctx: ServiceContext, limiter: RateLimiter): Router {
   const router = Router();
   router.use(
     '/v1/website',
@@ -37,7 +37,7 @@ export function websiteGate(ctx: ServiceContext): Router {
       const header = req.header('origin');
       if (req.method === 'OPTIONS') {
         // A preflight names no app: it is limited per IP, before the database is asked anything.
-        const decision = await consume(ctx.config, 'website_events', `preflight|${req.ip ?? ''}`);
+        const decision = await limiter.consume('website_events', `preflight|${req.ip ?? ''}`);
         const refused = decision ? applyDecision(res, decision) : null;
         if (refused) return next(refused);
         const origin = callerOrigin(header, undefined);
@@ -56,7 +56,7 @@ export function websiteGate(ctx: ServiceContext): Router {
       if (allowed && header !== undefined && origin !== null) allowOrigin(res, origin);
       next();
     },
-    rateLimit(ctx.config, rateClass, (req) => `${req.ip ?? ''}|${requestedAppId(req) ?? ''}`),
+    limiter.middleware(rateClass, (req) => `${req.ip ?? ''}|${requestedAppId(req) ?? ''}`),
   );
   return router;
 }

@@ -1,20 +1,19 @@
-// Natural language for analytics and audiences: the app's lexicon (cached per app, rebuilt when
-// new events or users arrive), the built-in engine first, then, when a language model is
-// configured, the model filling the same AST through structured output (validated and compiled
-// like the engine's), and only then SQL written by the model (run in the sandbox by the caller).
-// A refusal names the words not understood, the app's closest events and properties, and
-// rephrasings that work.
+// Natural language for analytics and audiences: the app's lexicon (cached per app by the root's
+// LexiconCache, rebuilt when new events or users arrive), the built-in engine first, then, when a
+// language model is configured, the model filling the same AST through structured output
+// (validated and compiled like the engine's), and only then SQL written by the model (run in the
+// sandbox by the caller). A refusal names the words not understood, the app's closest events and
+// properties, and rephrasings that work.
 
 import type { ServiceContext } from '../context.js';
 import { AppError, STATUS_OF } from '../errors.js';
 import { LlmError } from '../llm/index.js';
-import type { Db } from '../storage/handle.js';
 import { findApp, findOrganization } from '../storage/tenancy.js';
 import { localDate } from '../time.js';
 import {
   type Condition,
   examples,
-  Lexicon,
+  type Lexicon,
   NotUnderstood,
   type Query,
   suggest,
@@ -23,39 +22,11 @@ import {
 } from './index.js';
 import type { LanguageContext } from './language-context.js';
 import { criteriaPrompt, questionPrompt } from './prompts.js';
-import { lexiconFingerprint, loadLexiconData } from './queries/lexicon.js';
 import { CRITERIA_SCHEMA, criteriaFromModel, QUERY_SCHEMA, queryFromModel } from './schema.js';
 
-/** A cached lexicon is checked against the app's fingerprint at most this often. */
-const RECHECK_MS = 1_000;
-/** And rebuilt at least this often, whatever the fingerprint says (display names may change). */
-const MAX_AGE_MS = 5 * 60_000;
-
-interface CachedLexicon {
-  fingerprint: string;
-  checkedAt: number;
-  builtAt: number;
-  lexicon: Lexicon;
-}
-
-const caches = new WeakMap<Db, Map<string, CachedLexicon>>();
-
-/** The app's lexicon, rebuilt when its events or users changed. */
-export async function appLexicon(ctx: Pick<ServiceContext, 'db'>, appId: string): Promise<Lexicon> {
-  const cache = caches.get(ctx.db) ?? new Map<string, CachedLexicon>();
-  caches.set(ctx.db, cache);
-  const now = Date.now();
-  const hit = cache.get(appId);
-  if (hit && now - hit.checkedAt < RECHECK_MS && now - hit.builtAt < MAX_AGE_MS) return hit.lexicon;
-  const fingerprint = await lexiconFingerprint(ctx.db, appId);
-  if (hit && hit.fingerprint === fingerprint && now - hit.builtAt < MAX_AGE_MS) {
-    hit.checkedAt = now;
-    return hit.lexicon;
-  }
-  const lexicon = new Lexicon(await loadLexiconData(ctx.db, appId));
-  if (cache.size > 1_000) cache.clear();
-  cache.set(appId, { fingerprint, checkedAt: now, builtAt: now, lexicon });
-  return lexicon;
+/** The app's lexicon, from the root's cache (language/lexicon-cache.ts). */
+export function appLexicon(ctx: Pick<ServiceContext, 'db' | 'lexicons'>, appId: string): Promise<Lexicon> {
+  return ctx.lexicons.get(ctx.db, appId);
 }
 
 export async function languageContext(ctx: ServiceContext, appId: string): Promise<LanguageContext> {

@@ -1,33 +1,12 @@
 // The language-model interface. One implementation talks to any OpenAI-compatible endpoint
 // (openai.ts); when none is configured, callers fall back to their built-in deterministic engines
-// (the natural-language query engine, the push message composer).
+// (the natural-language query engine, the push message composer). The composition root (tally.ts)
+// calls createLlm once.
 import type { Config } from '../config.js';
 import { OpenAiLlm } from './openai.js';
+import type { Llm } from './types.js';
 
-export interface TextRequest {
-  /** Instructions for the model. */
-  system: string;
-  /** The user's prompt. */
-  prompt: string;
-  /** Upper bound the caller will enforce on the answer, given to the model as guidance. */
-  maxCharacters?: number;
-}
-
-export interface JsonRequest extends TextRequest {
-  /** Name of the JSON schema (letters, digits, underscores). */
-  schemaName: string;
-  /** A JSON schema the answer must follow (OpenAI structured outputs, strict mode). */
-  schema: Record<string, unknown>;
-}
-
-export interface Llm {
-  /** Plain text. */
-  text(request: TextRequest): Promise<string>;
-  /** A JSON value following `schema`. */
-  json<T>(request: JsonRequest): Promise<T>;
-}
-
-export class LlmError extends Error {}
+export { type JsonRequest, type Llm, LlmError, type TextRequest } from './types.js';
 
 /** The configured model, or null when no LLM_BASE_URL / LLM_API_KEY is set. */
 export function createLlm(config: Config): Llm | null {

@@ -1,7 +1,7 @@
 // OpenAI-compatible chat completions through the `openai` package; structured answers use JSON
 // schema response formats.
 import OpenAI from 'openai';
-import { type JsonRequest, type Llm, LlmError, type TextRequest } from './index.js';
+import { type JsonRequest, type Llm, LlmError, type TextRequest } from './types.js';
 
 export class OpenAiLlm implements Llm {
   private readonly client: OpenAI;

@@ -9,7 +9,6 @@ import { uuidv7 } from '../ids.js';
 import { countAuditEntries, insertAuditEntry, listAuditEntries } from '../storage/audit.js';
 import { inTransaction } from '../storage/handle.js';
 import { findUserByIdentifier, listAliases, type UserRow } from '../storage/users.js';
-import { runErasureHooks } from './erasure-hooks.js';
 import {
   deleteUserDedupRows,
   deleteUserRow,
@@ -51,7 +50,7 @@ export async function eraseUser(
     if (!user || !(await lockUserForErasure(tx, appId, user.id))) {
       throw new NotFoundError(`No user with id "${identifier}" in this app.`);
     }
-    const queued = await runErasureHooks(tx, appId, user.id);
+    const queued = await ctx.erasureHooks.run(tx, appId, user.id);
     await deleteUserDedupRows(tx, appId, user.id);
     const names = await subtractUserEventCounts(tx, appId, user.id);
     const erased: ErasedCounts = {

@@ -5,8 +5,8 @@
 //    turn), with a queue of its own of 8; beyond it 429 with reason "organization";
 //  - embedded mode: an organization whose query ran into the time cap (which restarts the shared
 //    database) is cooled down: 1 minute, doubling at each further hit within an hour, at most 15.
-// These caps protect the server and stay on when rate limits are off. One admission per sandbox
-// database (sandbox/sandbox.ts); cool-downs run on the service clock.
+// These caps protect the server and stay on when rate limits are off. One admission per composition
+// root, built with its executor (sandbox/open.ts); cool-downs run on the service clock.
 import { RateLimitError } from '../errors.js';
 
 export const MAX_RUNNING_PER_KEY = 2;

@@ -12,10 +12,9 @@
 import type { ServiceContext } from '../context.js';
 import { AppError, isStatementTimeout, QueryTimeoutError, STATUS_OF } from '../errors.js';
 import { findApp } from '../storage/tenancy.js';
-import { SandboxAdmission } from './admission.js';
 import { checkSandboxSql, SandboxRejection } from './check.js';
 import { EMBEDDED_MAX_JOIN_ROWS } from './queries/embedded.js';
-import { EMBEDDED_MAX_COST, QueryTooExpensive, type SandboxDatabase, SandboxUnavailable } from './queries/executor.js';
+import { EMBEDDED_MAX_COST, QueryTooExpensive, SandboxUnavailable } from './queries/executor.js';
 
 export const DEFAULT_ROW_CAP = 10_000;
 export const DEFAULT_BYTE_CAP = 4 * 1024 * 1024;
@@ -41,17 +40,6 @@ export interface SandboxResult {
 
 type SandboxContext = Pick<ServiceContext, 'sandbox' | 'logger'> &
   Partial<Pick<ServiceContext, 'config' | 'db' | 'clock'>>;
-
-/** One admission per sandbox database: servers sharing a database share its connections. */
-const admissions = new WeakMap<SandboxDatabase, SandboxAdmission>();
-function admissionOf(sandbox: SandboxDatabase): SandboxAdmission {
-  let admission = admissions.get(sandbox);
-  if (!admission) {
-    admission = new SandboxAdmission(sandbox.slots);
-    admissions.set(sandbox, admission);
-  }
-  return admission;
-}
 
 async function organizationOf(ctx: SandboxContext, appId: string, given: string | undefined): Promise<string> {
   if (given) return given;
@@ -91,7 +79,7 @@ export async function runSandboxedQuery(
   let statement = sql;
   if (!checkerOff) {
     try {
-      statement = await checkSandboxSql(sql, { embedded: ctx.sandbox.embedded });
+      statement = await checkSandboxSql(sql, { embedded: ctx.sandbox.executor.embedded });
     } catch (err) {
       if (err instanceof SandboxRejection) throw new QueryRejectedError(err.message);
       throw err;
@@ -123,17 +111,17 @@ async function execute(
   trusted: boolean,
 ): Promise<SandboxResult> {
   const rowCap = options.rowCap ?? DEFAULT_ROW_CAP;
-  const timeoutMs = ctx.sandbox.embedded
+  const { executor, admission } = ctx.sandbox;
+  const timeoutMs = executor.embedded
     ? Math.min(options.timeoutMs, ctx.config?.embeddedQueryTimeoutMs ?? options.timeoutMs)
     : options.timeoutMs;
   const organizationId = await organizationOf(ctx, appId, options.organizationId);
   // Direct callers without a service clock (tests of the executor) read the system's.
   const now = () => (ctx.clock ? ctx.clock() : new Date()).getTime();
-  const admission = admissionOf(ctx.sandbox);
   const admitted = { key: options.owner ?? appId, organization: organizationId, timeoutMs, now };
   const result = await admission.run(admitted, async () => {
     try {
-      return await ctx.sandbox.run({
+      return await executor.run({
         appId,
         organizationId,
         statement,
@@ -144,7 +132,7 @@ async function execute(
         byteCap: options.byteCap ?? DEFAULT_BYTE_CAP,
       });
     } catch (err) {
-      if (err instanceof QueryTimeoutError && ctx.sandbox.embedded) {
+      if (err instanceof QueryTimeoutError && executor.embedded) {
         const ms = admission.capHit(organizationId, now());
         ctx.logger?.warn(
           { organization_id: organizationId, app_id: appId, cooldown_ms: ms },

@@ -1,12 +1,10 @@
 // Opens the database: PostgreSQL when a connection string is given, otherwise the embedded PGlite
 // database in the data directory, run in a worker thread (storage/embedded). Both are used through
-// knex with the same migrations and SQL, and both come with the executor of sandbox queries.
+// knex with the same migrations and SQL. The sandbox wing builds its executor on the opened
+// database (sandbox/open.ts, called by the composition root).
 import path from 'node:path';
 import knexModule, { type Knex } from 'knex';
 import type { Logger } from 'pino';
-import { embeddedSandbox } from '../sandbox/queries/embedded.js';
-import type { SandboxDatabase } from '../sandbox/queries/executor.js';
-import { postgresSandbox } from '../sandbox/queries/postgres.js';
 import { EmbeddedHost } from './embedded/host.js';
 import { type DataDirLock, lockDataDir } from './lock.js';
 import { runMigrations } from './migrations/index.js';
@@ -17,8 +15,8 @@ export type DatabaseKind = 'postgres' | 'pglite';
 export interface Database {
   readonly knex: Knex;
   readonly kind: DatabaseKind;
-  /** Runs SQL over the sandbox relations (caller SQL once checked, and Tally's own). */
-  readonly sandbox: SandboxDatabase;
+  /** The connection string (PostgreSQL only). */
+  readonly url?: string;
   /** The embedded database's worker (embedded mode only). */
   readonly embedded?: EmbeddedHost;
   close(): Promise<void>;
@@ -26,8 +24,6 @@ export interface Database {
 
 export interface OpenOptions {
   databaseUrl?: string;
-  /** PostgreSQL: how the sandbox logs in (default: the sandbox role Tally sets up, on databaseUrl). */
-  sandboxDatabaseUrl?: string;
   /** Directory of the embedded database (':memory:' keeps it in memory); ignored when databaseUrl is set. */
   dataDir?: string;
   /** Run migrations after opening (default true). */
@@ -63,13 +59,11 @@ function openPostgres(options: OpenOptions): Database {
     pool: { min: 0, max: 10 },
     log: knexLog(options.logger),
   });
-  const sandbox = postgresSandbox(knex, databaseUrl, options.sandboxDatabaseUrl, options.logger);
   return {
     knex,
     kind: 'postgres',
-    sandbox,
+    url: databaseUrl,
     async close() {
-      await sandbox.close();
       await knex.destroy();
     },
   };
@@ -95,7 +89,6 @@ async function openPglite(options: OpenOptions): Promise<Database> {
   return {
     knex,
     kind: 'pglite',
-    sandbox: embeddedSandbox(knex, host),
     embedded: host,
     async close() {
       await knex.destroy();

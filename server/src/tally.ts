@@ -1,0 +1,150 @@
+// The composition root: builds every wing of Tally once from one configuration, and closes them.
+// The server (server.ts, which adds HTTP and starts the jobs), the Express app (app.ts), the CLI's
+// local commands, the benchmarks and the tests all start here. Everything long-lived (the sandbox
+// executor and its admission, the event writer, the language model, the key and lexicon caches,
+// the trigger-campaign cache, the erasure hooks, the rate limiter, the MCP answer relay and the
+// job runner) belongs to one root: two roots, even on one database, share none of it.
+import type { Logger } from 'pino';
+import { KeyCache } from './admin/keys.js';
+import type { Config } from './config.js';
+import type { Clock, ServiceContext } from './context.js';
+import { TriggerCampaigns } from './engagement/campaign-triggers.js';
+import { registerCampaignErasure } from './engagement/campaigns.js';
+import { RateLimiter } from './http/rate-limit.js';
+import { CAMPAIGN_TRIGGERS, PUSH_SWEEP } from './jobs/index.js';
+import { JobRunner } from './jobs/runner.js';
+import { LexiconCache } from './language/lexicon-cache.js';
+import { createLlm } from './llm/index.js';
+import { McpTalkBack } from './mcp/talk-back.js';
+import { ErasureHooks } from './privacy/erasure-hooks.js';
+import { openSandbox, type Sandbox } from './sandbox/open.js';
+import { type Database, openDatabase } from './storage/db.js';
+import { EventWriter } from './storage/event-writer.js';
+
+export interface TallyOptions {
+  logger: Logger;
+  /** An already-open database: the root then neither migrates nor closes it. */
+  database?: Database;
+  /** "Now" for the services and the jobs (default: the system clock). */
+  clock?: Clock;
+  /** Which jobs this root works when its jobs start (all by default; tests on a moved clock keep to their own). */
+  jobs?: (name: string) => boolean;
+  /** The job queue's schema (default `pgboss`): a test server on a moved clock may keep a queue of its own. */
+  jobSchema?: string;
+}
+
+export interface Tally {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly database: Database;
+  /** What every service receives: one per root, shared by HTTP, MCP and the jobs. */
+  readonly context: ServiceContext;
+  readonly sandbox: Sandbox;
+  readonly rateLimiter: RateLimiter;
+  /** Where MCP calls waiting on a client's answer are found. */
+  readonly mcpTalkBack: McpTalkBack;
+  /** Built here, started by the server (server.ts). */
+  readonly jobs: JobRunner;
+  /** Whether this root works the named job. */
+  works(job: string): boolean;
+  /** Waits for pending event writes, then closes everything this root opened, database last. */
+  close(): Promise<void>;
+}
+
+/** Opens the database (unless `options.database` is given, already open) and builds every wing on it. */
+export async function createTally(config: Config, options: TallyOptions): Promise<Tally> {
+  const { logger } = options;
+  const database =
+    options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger }));
+  try {
+    return buildTally(config, options, database);
+  } catch (err) {
+    if (!options.database) await database.close();
+    throw err;
+  }
+}
+
+function buildTally(config: Config, options: TallyOptions, database: Database): Tally {
+  const { logger } = options;
+  const clock = options.clock ?? (() => new Date());
+  const sandbox = openSandbox(database, { sandboxDatabaseUrl: config.sandboxDatabaseUrl, logger });
+  const jobs = new JobRunner(database, logger, { schema: options.jobSchema });
+  const triggerCampaigns = new TriggerCampaigns();
+  const ingestor = new EventWriter(database.knex, logger, {
+    mayTrigger: (db, appId) => triggerCampaigns.mayTrigger(db, appId),
+    fired: triggerWaker(jobs, logger),
+  });
+  const erasureHooks = new ErasureHooks();
+  registerCampaignErasure(erasureHooks);
+  const context: ServiceContext = {
+    db: database.knex,
+    config,
+    logger,
+    clock,
+    ingestor,
+    llm: createLlm(config),
+    sandbox,
+    keys: new KeyCache(),
+    lexicons: new LexiconCache(),
+    erasureHooks,
+    triggerCampaigns,
+    wakeDeliveries: deliveryWaker(jobs, clock, logger),
+  };
+  const rateLimiter = new RateLimiter(config, logger);
+  const mcpTalkBack = new McpTalkBack(config.redisUrl, logger);
+  const keep = options.jobs ?? (() => true);
+  return {
+    config,
+    logger,
+    clock,
+    database,
+    context,
+    sandbox,
+    rateLimiter,
+    mcpTalkBack,
+    jobs,
+    works: (job) => keep(job),
+    async close() {
+      await ingestor.idle();
+      await jobs.stop();
+      await rateLimiter.close();
+      await mcpTalkBack.close();
+      await sandbox.executor.close();
+      if (!options.database) await database.close();
+    },
+  };
+}
+
+/**
+ * Ingestion wakes the trigger worker after a commit that wrote outbox rows (at most one queued
+ * wake-up at a time; the minute tick catches anything missed, and so does it where no jobs run).
+ */
+function triggerWaker(jobs: JobRunner, logger: Logger): () => void {
+  let wakeQueued = false;
+  return () => {
+    if (wakeQueued) return;
+    wakeQueued = true;
+    jobs
+      .wake(CAMPAIGN_TRIGGERS)
+      // the minute scheduler drains the outbox anyway
+      .catch((err) => logger.debug({ err: (err as Error).message }, 'could not wake the trigger worker'))
+      .finally(() => {
+        wakeQueued = false;
+      });
+  };
+}
+
+/**
+ * A push whose provider may take it later is attempted again by the delivery worker (job
+ * `push-sweep`) when its retry is due: queued for whichever instance runs the campaign workers;
+ * the worker's minute schedule finds any wake-up that was lost.
+ */
+function deliveryWaker(jobs: JobRunner, clock: Clock, logger: Logger): (at: Date) => void {
+  return (at) => {
+    const seconds = (at.getTime() - clock().getTime()) / 1000;
+    jobs
+      .wakeAfter(PUSH_SWEEP, seconds, `due-${Math.ceil(at.getTime() / 1000)}`)
+      .catch((err) => logger.debug({ err: (err as Error).message }, 'could not wake the delivery worker'));
+  };
+}
