@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { createTallyClient, type TallyClient } from '@tally/client';
 import { expect } from 'vitest';
 import { CAMPAIGN_TICK, CAMPAIGN_TRIGGERS } from '../../server/src/jobs/index.js';
+import type { Database } from '../../server/src/storage/db.js';
 import { SECRET_KEY, WP_TOKEN } from './push-setup.js';
 import { startTestServer, type Tenant, type TestServer } from './server.js';
 
@@ -20,19 +21,26 @@ export interface Clocked {
 /**
  * A server with campaign workers, on a clock that moves with real time from wherever the test sets
  * it. Servers of a run share the PostgreSQL job queue: a second file with campaign workers gives
- * its server a queue of its own (`jobSchema`), so neither takes the other's runs on its own clock.
+ * its server a queue of its own (`jobSchema`), so neither takes the other's runs on its own clock,
+ * or a database of its own (`database`, its close() left to the caller), so neither runs the other's
+ * campaigns and trigger occurrences either.
  */
 export async function startClockedServer(
   start: string,
   env: Record<string, string> = {},
-  options: { jobSchema?: string } = {},
+  options: { jobSchema?: string; database?: Database } = {},
 ): Promise<Clocked> {
   let offset = new Date(start).getTime() - Date.now();
   const now = () => new Date(Date.now() + offset);
   const server = await startTestServer(
     { SECRET_KEY, PUSH_ENDPOINT_ALLOWLIST: '127.0.0.1', CAMPAIGN_WORKERS: 'on', ...env },
     // only the campaign jobs: the others (dedup purge...) would run on this moved clock
-    { clock: now, jobs: (name) => name.startsWith('campaign-'), jobSchema: options.jobSchema },
+    {
+      clock: now,
+      jobs: (name) => name.startsWith('campaign-'),
+      jobSchema: options.jobSchema,
+      database: options.database,
+    },
   );
   return {
     server,

@@ -1,9 +1,11 @@
 // A database of a test file's own, for migration tests that roll a migration back and forth
-// where no other test runs: a fresh PostgreSQL database next to the run's, or this file's own
-// copy of the embedded template.
+// where no other test runs, and for a second file with campaign workers: a fresh PostgreSQL
+// database next to the run's (dropped on close with the sandbox role a server may have made for
+// it), or this file's own copy of the embedded template.
 import { randomBytes } from 'node:crypto';
 import knexModule from 'knex';
 import { inject } from 'vitest';
+import { sandboxRoleName } from '../../server/src/sandbox/queries/role.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
 import { openTestDatabase } from './server.js';
 
@@ -24,6 +26,7 @@ export async function openOwnDatabase(prefix: string): Promise<{ database: Datab
     async close() {
       await database.close();
       await admin.raw(`drop database if exists ${name} with (force)`);
+      await admin.raw(`drop role if exists ${sandboxRoleName(name)}`);
       await admin.destroy();
     },
   };
