@@ -1,27 +1,28 @@
-// Push delivery you can trust, in one server: the delivery row is written `pending` before the
-// provider is called; POST /v1/sendpush answers after the first attempt, and 429 and 5xx answers
-// are retried by the job runner's delivery worker under the same idempotency key, honouring
-// Retry-After; permanent refusals are recorded and not retried; Web Push 404/410 prunes the
-// subscription; users without a device are failed with that reason and counted apart; the
+// Push delivery you can trust, on the job runner: POST /v1/sendpush answers after the first attempt,
+// and 429 and 5xx answers are retried by the delivery worker under the same idempotency key,
+// honouring Retry-After (up to a minute); permanent refusals are recorded and not retried; the
 // sweeper resends what a crash left pending under its key (OneSignal) or marks it unknown
-// (WonderPush). Crashes of real processes are in push-crash.test.ts.
-import { createTallyClient, type TallyClient } from '@tally/client';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+// (WonderPush). The record written before the provider is called and subscription hygiene are in
+// push-delivery-records.test.ts, crashes of real processes in push-crash.test.ts; the shared
+// set-up is in push-delivery-helpers.ts.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { uuidv7 } from '../../server/src/ids.js';
 import { PUSH_SWEEP } from '../../server/src/jobs/index.js';
 import { runJob } from '../helpers/campaigns.js';
+import { startFakeOneSignal, startFakeWebhook, startFakeWonderPush } from '../helpers/fake-push.js';
+import { HOOK_SECRET, OS_APP, OS_KEY, WP_TOKEN } from '../helpers/push-setup.js';
+import type { Tenant } from '../helpers/server.js';
 import {
-  type FakeSubscription,
-  startFakeOneSignal,
-  startFakeWebhook,
-  startFakeWebPushService,
-  startFakeWonderPush,
-} from '../helpers/fake-push.js';
-import { HOOK_SECRET, OS_APP, OS_KEY, SECRET_KEY, WP_TOKEN } from '../helpers/push-setup.js';
-import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
+  db,
+  delivery,
+  oneSignal,
+  send,
+  server,
+  setUpDeliveryServer,
+  tenantWith,
+  wonderPush,
+} from './push-delivery-helpers.js';
 
-let server: TestServer;
-let admin: TallyClient;
 /**
  * While set, the server's clock stands still here (a millisecond further at each reading, so rows
  * keep their order) and only the test moves it; otherwise it is real time.
@@ -33,67 +34,9 @@ function clock(): Date {
   return new Date(frozen);
 }
 
-beforeAll(async () => {
-  // This server works the delivery worker's queue only (no campaign jobs), on a clock the retry
-  // tests stop and move.
-  server = await startTestServer(
-    { SECRET_KEY, PUSH_ENDPOINT_ALLOWLIST: '127.0.0.1', CAMPAIGN_WORKERS: 'on' },
-    { jobs: (name) => name === PUSH_SWEEP, clock },
-  );
-  admin = createTallyClient({ baseUrl: server.url, adminToken: server.config.adminToken });
-});
-afterAll(() => server?.close());
-
-const db = () => server.db.knex;
-const delivery = (id: string) => db()('push_deliveries').where({ id }).first();
-
-async function tenantWith(provider: Parameters<TallyClient['adminPushConfigure']>[0]['body'], ...users: string[]) {
-  const tenant = await server.createTenant();
-  for (const id of users) expect((await tenant.client.usersUpsert({ body: { user_id: id } })).error).toBeUndefined();
-  const { error } = await admin.adminPushConfigure({ path: { app_id: tenant.app.id }, body: provider });
-  expect(error).toBeUndefined();
-  return tenant;
-}
-
-const oneSignal = (baseUrl: string) =>
-  ({ provider: 'onesignal', onesignal_app_id: OS_APP, rest_api_key: OS_KEY, base_url: baseUrl }) as const;
-const wonderPush = (baseUrl: string) =>
-  ({ provider: 'wonderpush', access_token: WP_TOKEN, base_url: baseUrl }) as const;
-
-const send = (tenant: Tenant, user: string) =>
-  tenant.client.pushSend({
-    body: { user_id: user, title: 'Hello', message: 'A message', action_url: 'https://a.example/x' },
-  });
-
-describe('no push without a record', () => {
-  it('writes the delivery pending before the provider answers, and resolves it after', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
-    const os = await startFakeOneSignal({
-      appId: OS_APP,
-      restApiKey: OS_KEY,
-      subscribedExternalIds: 'all',
-      hold: () => held,
-    });
-    try {
-      const tenant = await tenantWith(oneSignal(os.baseUrl), 'u1');
-      const sending = send(tenant, 'u1');
-      while (os.requests.length === 0) await new Promise((r) => setTimeout(r, 20));
-      // the provider has the request and has not answered: the row exists, pending
-      const key = os.requests[0]!.body.idempotency_key;
-      expect(await delivery(key)).toMatchObject({ status: 'pending', app_id: tenant.app.id });
-      release();
-      const sent = await sending;
-      expect(sent.data?.deliveryId).toBe(key);
-      expect(await delivery(key)).toMatchObject({ status: 'delivered', attempts: 1 });
-    } finally {
-      release();
-      await os.close();
-    }
-  });
-});
+// This server works the delivery worker's queue only (no campaign jobs), on a clock the retry
+// tests stop and move.
+setUpDeliveryServer({ clock });
 
 // each run of the delivery worker waits for the job runner's next poll (2 s): generous time limits
 describe('retries on the job runner', { timeout: 120_000 }, () => {
@@ -341,58 +284,6 @@ describe('retries on the job runner', { timeout: 120_000 }, () => {
       const sent = await send(tenant, 'u1');
       expect(sent.error).toMatchObject({ details: { status: 429 } });
       expect(os.requests).toHaveLength(1);
-    } finally {
-      await os.close();
-    }
-  });
-});
-
-describe('subscription hygiene', () => {
-  it('prunes a Web Push subscription answering 410, then fails the user as having no device; counted apart', async () => {
-    const service = await startFakeWebPushService();
-    try {
-      const tenant = await tenantWith({ provider: 'webpush', vapid_subject: 'mailto:ops@example.com' }, 'b1');
-      const user = await db()('users').where({ app_id: tenant.app.id, external_id: 'b1' }).first();
-      const gone: FakeSubscription = service.subscribe(410);
-      await db()('push_subscriptions').insert({
-        id: uuidv7(),
-        app_id: tenant.app.id,
-        user_id: user.id,
-        endpoint: gone.endpoint,
-        p256dh: gone.p256dh,
-        auth: gone.auth,
-      });
-      const first = await send(tenant, 'b1');
-      expect(first.response.status).toBe(502);
-      expect(service.problems).toEqual([]);
-      expect(Number((await db()('push_subscriptions').where({ app_id: tenant.app.id }).count('* as n'))[0]!.n)).toBe(0);
-      const second = await send(tenant, 'b1');
-      expect(second.response.status).toBe(502);
-      const rows = await db()('push_deliveries').where({ app_id: tenant.app.id }).orderBy('created_at');
-      expect(rows.map((r) => [r.status, r.failure_kind, r.attempts])).toEqual([
-        ['failed', 'subscription_gone', 1],
-        ['failed', 'no_device', 1],
-      ]);
-      const [a, b] = await Promise.all(
-        rows.map((r) => tenant.client.pushCampaignStatus({ path: { campaign_id: r.id } })),
-      );
-      expect(a!.data!.stats).toMatchObject({ failed: 1, subscription_gone: 1, no_device: 0 });
-      expect(b!.data!.stats).toMatchObject({ failed: 1, subscription_gone: 0, no_device: 1 });
-    } finally {
-      await service.close();
-    }
-  });
-
-  it('fails a OneSignal user without a subscribed device with that reason (not retried)', async () => {
-    const os = await startFakeOneSignal({ appId: OS_APP, restApiKey: OS_KEY, subscribedExternalIds: [] });
-    try {
-      const tenant = await tenantWith(oneSignal(os.baseUrl), 'u1');
-      const sent = await send(tenant, 'u1');
-      expect(sent.response.status).toBe(502);
-      expect(os.requests).toHaveLength(1);
-      const row = await db()('push_deliveries').where({ app_id: tenant.app.id }).first();
-      expect(row).toMatchObject({ status: 'failed', failure_kind: 'no_device' });
-      expect(row.error).toMatch(/no subscribed device/);
     } finally {
       await os.close();
     }
