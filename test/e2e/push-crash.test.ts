@@ -36,6 +36,11 @@ async function audience(baseUrl: string, apiKey: string) {
 }
 
 async function runCrash(provider: 'onesignal' | 'wonderpush') {
+  // Each step and when it began, printed as it begins, so a stall (even one that only the test's
+  // time limit ends) names its step; a failure also prints the server's output.
+  const began = Date.now();
+  const step = (what: string) =>
+    console.info(`${provider} crash run, ${((Date.now() - began) / 1000).toFixed(1)} s: ${what}`);
   let release!: () => void;
   const held = new Promise<void>((r) => {
     release = r;
@@ -48,9 +53,12 @@ async function runCrash(provider: 'onesignal' | 'wonderpush') {
       : await startFakeWonderPush({ accessToken: WP_TOKEN, hold });
   let proc: ServerProcess | undefined;
   try {
+    step('start the server');
     proc = await startServerProcess(fleet.env);
+    step('create the tenant and its 1,000 users');
     const { appId, apiKey } = await fleet.tenant();
     await audience(proc.url, apiKey);
+    step('configure the provider and create the campaign');
     const admin = fleet.admin(proc.url);
     const configured = await admin.adminPushConfigure({
       path: { app_id: appId },
@@ -66,8 +74,10 @@ async function runCrash(provider: 'onesignal' | 'wonderpush') {
     });
     expect(created.error).toBeUndefined();
     const campaignId = created.data!.campaign_id;
+    step('run the campaign up to the held call');
     await fleet.jobs.wake(CAMPAIGN_TICK);
     await until(async () => calls >= KILL_AT, 120_000, `provider call ${KILL_AT}`);
+    step('kill the server');
     await proc.stop('SIGKILL');
     release();
     const knex = fleet.db.knex;
@@ -79,7 +89,9 @@ async function runCrash(provider: 'onesignal' | 'wonderpush') {
     expect(before.filter((r) => r.status === 'pending')).toHaveLength(1);
 
     await new Promise((r) => setTimeout(r, 2_500)); // the pending row becomes stale
+    step('start the server again');
     proc = await startServerProcess(fleet.env); // its start sweeps, then sends the rest
+    step('wait for every recipient to be resolved');
     await until(
       async () => {
         const [d] = await rows().whereNot('status', 'pending').count<{ n: string }[]>({ n: '*' });
@@ -88,6 +100,7 @@ async function runCrash(provider: 'onesignal' | 'wonderpush') {
       180_000,
       'every recipient resolved',
     );
+    step('read the outcome');
     await fleet.jobs.wake(CAMPAIGN_TICK);
     const after = await rows().select('user_id', 'status');
     expect(new Set(after.map((r) => r.user_id)).size).toBe(RECIPIENTS); // one row per recipient
@@ -103,7 +116,11 @@ async function runCrash(provider: 'onesignal' | 'wonderpush') {
     });
     expect(status.error).toBeUndefined();
     return { after, received, stats: status.data!.stats, requests: fake.requests.length };
+  } catch (err) {
+    console.error(`${provider} crash run failed; server output:\n${proc?.output()}`);
+    throw err;
   } finally {
+    step('stop the server and the provider');
     release();
     await proc?.stop('SIGKILL');
     await fake.close();

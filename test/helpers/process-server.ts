@@ -22,8 +22,22 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Starts a server process with `env` (DATABASE_URL, ADMIN_TOKEN, ...) and waits until it answers. */
+/**
+ * Starts a server process with `env` (DATABASE_URL, ADMIN_TOKEN, ...) and waits until it answers.
+ * The port is found free first, and another process of the run may take it before this one binds
+ * it: a start that fails with EADDRINUSE is tried again on another port.
+ */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(env);
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message).includes('EADDRINUSE')) throw err;
+    }
+  }
+}
+
+async function startOnce(env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
     cwd: root,
@@ -47,19 +61,20 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     out += d;
   });
   const url = `http://127.0.0.1:${port}`;
+  // Listened for from the start, so a process that exits on its own is never waited for in vain.
+  const exited = new Promise((r) => child.once('exit', r));
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
-    if (child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill(signal);
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     await exited;
   };
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`server exited early:\n${out}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited early:\n${out}`);
     try {
-      if ((await fetch(`${url}/healthz`)).ok) return { url, child, output: () => out, stop };
+      const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5_000) });
+      if (health.ok) return { url, child, output: () => out, stop };
     } catch {
-      // not listening yet
+      // not listening yet, or not answering within 5 s
     }
     await new Promise((r) => setTimeout(r, 200));
   }
