@@ -1,12 +1,14 @@
-// `npm run bench [-- ingest|analytics|nl|retention|fairness]`: runs the benchmarks and prints their
+// `npm run bench [-- ingest|analytics|nl|retention|fairness|startup]`: runs the benchmarks and prints their
 // figures as JSON lines. BENCH_DATABASE_URL (a PostgreSQL server where the benchmarks may create
 // databases) adds the PostgreSQL passes; the analytics and retention benchmarks run only there. The
-// fairness benchmark (5 minutes a database by default) runs only when asked for by name.
+// fairness benchmark (5 minutes a database by default) and the start-up benchmark (compiled server
+// against tsx) run only when asked for by name.
 import { benchAnalytics } from './analytics.js';
 import { benchFairness } from './fairness.js';
 import { benchIngest } from './ingest.js';
 import { benchNl } from './nl.js';
 import { benchRetention } from './retention.js';
+import { benchStartup } from './startup.js';
 
 const only = process.argv[2];
 const pg = process.env.BENCH_DATABASE_URL;
@@ -21,3 +23,4 @@ if (only === 'fairness') {
   console.log(JSON.stringify(await benchFairness('pglite (embedded)')));
   if (pg) console.log(JSON.stringify(await benchFairness('postgresql', pg)));
 }
+if (only === 'startup') console.log(JSON.stringify(await benchStartup(pg)));

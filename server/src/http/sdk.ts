@@ -1,6 +1,7 @@
-// Serves the browser SDK at /sdk/v1/service-web.js (and /sdk/service-web.js). The bundle is built
-// from sdk-web/src with esbuild on first request and kept in memory (falling back to a prebuilt
-// sdk-web/dist/service-web.js where esbuild is not installed); the default apiBase is embedded:
+// Serves the browser SDK at /sdk/v1/service-web.js (and /sdk/service-web.js). The compiled server
+// (`npm run build`, `npm start`) serves the bundle the build wrote to sdk-web/dist/service-web.js;
+// run from the TypeScript sources (`npm run dev`, the tests), it builds the bundle from sdk-web/src
+// with esbuild on first request, so SDK changes show at once. The default apiBase is embedded:
 // PUBLIC_BASE_URL, else the origin the script was requested from. That origin comes from the
 // request's Host header, which any client can set, so such a copy is never stored by a cache
 // (`Cache-Control: no-store`): set PUBLIC_BASE_URL to have the script cached.
@@ -35,13 +36,12 @@ export async function buildSdkBundle(): Promise<string> {
   return result.outputFiles[0]!.text;
 }
 
+/** Whether this module runs compiled (server/dist) rather than from its TypeScript source. */
+const COMPILED = import.meta.url.endsWith('.js');
+
 async function loadBundle(): Promise<string> {
-  try {
-    return await buildSdkBundle();
-  } catch (err) {
-    if (fs.existsSync(SDK_DIST)) return fs.readFileSync(SDK_DIST, 'utf8');
-    throw err;
-  }
+  if (COMPILED) return fs.promises.readFile(SDK_DIST, 'utf8');
+  return buildSdkBundle();
 }
 
 function apiBase(config: Config, req: Request): string {
@@ -80,8 +80,16 @@ export function sdkRouter(config: Config, logger: Logger): Router {
     try {
       v = await variant(apiBase(config, req));
     } catch (err) {
-      logger.error({ err }, 'could not build the browser SDK');
-      res.status(500).json(envelope(500, 'INTERNAL_ERROR', 'The browser SDK could not be built on this server.'));
+      logger.error({ err: (err as Error).message }, 'could not load the browser SDK');
+      res
+        .status(500)
+        .json(
+          envelope(
+            500,
+            'INTERNAL_ERROR',
+            'The browser SDK is not available on this server (its operator can run npm run build).',
+          ),
+        );
       return;
     }
     // Without PUBLIC_BASE_URL the embedded address came from this request's Host header: a shared
