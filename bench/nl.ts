@@ -36,7 +36,7 @@ export async function benchNl() {
   ).map((c) => c.criteria);
   const database = await openDatabase({ dataDir: ':memory:' });
   let lexicon: Lexicon;
-  const now = new Date('2026-03-31T18:00:00Z');
+  const now = new Date('2026-03-31T23:00:00Z');
   const config = loadConfig({ LOG_LEVEL: 'warn', DATA_DIR: '/nonexistent-bench' });
   const tally = await createTally(config, { logger: createLogger('warn'), database, clock: () => now });
   try {

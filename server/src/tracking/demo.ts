@@ -2,7 +2,9 @@
 // period, open sessions, view items of a category, add some to the cart and buy some (revenue,
 // currency, country), and a share of them who stop coming back (churn). The same seed, sizes and
 // end date always produce the same events; they go through the ingestion service in chronological
-// chunks, with insert_ids, so seeding twice stores nothing new.
+// chunks, with insert_ids, so seeding twice stores nothing new. Events the generator dates after
+// the moment of seeding (later today, or an end date to come) are left out, and nothing else moves:
+// every event kept has the same insert_id, time and properties as before.
 
 import type { DemoSeedRequest } from '@tally/client';
 import { timeZoneOf } from '../admin/organizations.js';
@@ -176,13 +178,17 @@ export async function seedDemo(ctx: ServiceContext, appId: string, input: DemoSe
   for (const day of demoDays(options, timeZone)) {
     users = day.users;
     for (let i = 0; i < day.events.length; i += CHUNK) {
-      const events = day.events.slice(i, i + CHUNK).map((e) => ({
-        user_id: e.userRef,
-        event_name: e.eventName,
-        properties: e.properties,
-        timestamp: e.createdAt,
-        insert_id: `${prefix}:${n++}`,
-      }));
+      const events = day.events
+        .slice(i, i + CHUNK)
+        .map((e) => ({
+          user_id: e.userRef,
+          event_name: e.eventName,
+          properties: e.properties,
+          timestamp: e.createdAt,
+          insert_id: `${prefix}:${n++}`,
+        }))
+        .filter((e) => e.timestamp <= receivedAt);
+      if (events.length === 0) continue;
       const results = await ingest(ctx, { app, source: 'demo', events, at: '/events', now: receivedAt });
       stored += results.filter((r) => !r.duplicate).length;
     }
