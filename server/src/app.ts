@@ -9,6 +9,7 @@ import { resolveApp } from './http/access.js';
 import { mcpBearerKey, securityHandlers } from './http/auth.js';
 import { requestContextMiddleware } from './http/context.js';
 import { handlers } from './http/handlers.js';
+import { homeRouter } from './http/home.js';
 import { inputRules } from './http/input-rules.js';
 import { mcpJsonRpcRouter } from './http/mcp-jsonrpc.js';
 import { mcpOriginGuard } from './http/mcp-origin.js';
@@ -32,6 +33,7 @@ export function createApp(tally: Tally): Express {
   app.use(requestContextMiddleware(logger)); // request id, logger, and the context later layers fill in
 
   app.use(opsRouter(database, yaml, doc));
+  app.use(homeRouter()); // `/` and the guides
   app.use(mcpOriginGuard(config)); // foreign web origins and, on loopback, foreign host names: 403 on /mcp
   app.use(mcpBearerKey); // the MCP key may come as Authorization: Bearer
   app.use(mcpJsonRpcRouter(ctx, tally.mcpTalkBack, rateLimiter));
