@@ -20,6 +20,15 @@ export function buildProgram(): Command {
   return program;
 }
 
+// `tally users export ... | head`: when the reader of our output goes away, stop quietly, as
+// Unix tools do, instead of failing with EPIPE.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+}
+
 try {
   await buildProgram().parseAsync(process.argv);
 } catch (err) {

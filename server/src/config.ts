@@ -275,3 +275,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     strictResponses: e.NODE_ENV === 'test',
   });
 }
+
+/**
+ * Where the `tally` command should find the server when no --url is given, from its own
+ * environment: `TALLY_URL`, else `PORT` and/or `HOST` when either is set; undefined otherwise
+ * (the CLI then uses the address a running server recorded, else http://127.0.0.1:3000).
+ */
+export function cliServerUrl(env: NodeJS.ProcessEnv = process.env): { url: string; from: string } | undefined {
+  if (env.TALLY_URL) return { url: env.TALLY_URL, from: 'TALLY_URL' };
+  if (!env.PORT && !env.HOST) return undefined;
+  const host = env.HOST && env.HOST !== '0.0.0.0' && env.HOST !== '::' ? env.HOST : '127.0.0.1';
+  return { url: `http://${host.includes(':') ? `[${host}]` : host}:${env.PORT || '3000'}`, from: 'PORT/HOST' };
+}

@@ -1,4 +1,5 @@
 // Entry point of `npm start`: read configuration, start the server, stop cleanly on signals.
+import { recordServerAddress } from './admin/server-address.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { startServer } from './server.js';
@@ -10,6 +11,8 @@ async function main() {
   const running = await startServer(config, logger);
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded database in ${config.dataDir}`;
   logger.info({ url: running.url, storage: running.database.kind }, `Tally is listening on ${running.url} (${where})`);
+  // for the `tally` command on this machine: the address, in the data directory
+  const forgetAddress = recordServerAddress(config.dataDir, running.url);
   if (running.credentials) {
     const c = running.credentials;
     process.stdout.write(
@@ -34,6 +37,7 @@ async function main() {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
+    forgetAddress();
     await running.close();
     process.exit(0);
   };

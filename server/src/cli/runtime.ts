@@ -4,12 +4,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createTallyClient, type TallyClient } from '@tally/client';
 import { type Command, InvalidArgumentError } from 'commander';
-import { type Config, ConfigError, loadConfig } from '../config.js';
+import { recordedServerAddress } from '../admin/server-address.js';
+import { type Config, ConfigError, cliServerUrl, loadConfig } from '../config.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:3000';
 
 export interface GlobalOptions {
-  url: string;
+  url?: string;
   adminToken?: string;
   json?: boolean;
 }
@@ -27,7 +28,10 @@ export class CliError extends Error {
 /** Adds the flags every command takes. */
 export function withGlobalOptions(command: Command): Command {
   return command
-    .option('--url <url>', 'where the Tally server is served', DEFAULT_URL)
+    .option(
+      '--url <url>',
+      `where the Tally server is served (default: TALLY_URL, else PORT and HOST if set, else the address the running server recorded in <DATA_DIR>/server.json, else ${DEFAULT_URL})`,
+    )
     .option(
       '--admin-token <token>',
       'admin token (default: ADMIN_TOKEN, else admin_token in <DATA_DIR>/credentials.json)',
@@ -85,14 +89,24 @@ export interface Admin {
 
 /** A client of the admin API at --url, authenticated with the admin token. */
 export function adminClient(options: GlobalOptions): Admin {
+  const { address, from } = serverAddress(options);
   let url: URL;
   try {
-    url = new URL(options.url);
+    url = new URL(address);
   } catch {
-    throw new CliError(`--url must be an address such as ${DEFAULT_URL}; got "${options.url}".`);
+    throw new CliError(`${from} must be an address such as ${DEFAULT_URL}; got "${address}".`);
   }
   const baseUrl = url.toString().replace(/\/+$/, '');
   return { client: createTallyClient({ baseUrl, adminToken: adminTokenFor(options) }), url: baseUrl };
+}
+
+/** Where the server is: --url, TALLY_URL, PORT/HOST, the address it recorded, the default. */
+function serverAddress(options: GlobalOptions): { address: string; from: string } {
+  if (options.url !== undefined) return { address: options.url, from: '--url' };
+  const fromEnv = cliServerUrl();
+  if (fromEnv !== undefined) return { address: fromEnv.url, from: fromEnv.from };
+  const recorded = recordedServerAddress(cliConfig().dataDir);
+  return { address: recorded ?? DEFAULT_URL, from: 'the recorded server address' };
 }
 
 interface ServerError {
