@@ -4,7 +4,7 @@
 //   top        main.ts, cli.ts, server.ts, app.ts, tally.ts: start things and wire them together
 //   adapters   http/, mcp/, cli/: turn requests into calls of the wings and their results back
 //   wings      one folder per subject; each may import the ground and the wings listed under it
-//   ground     config, logger, ids, errors, time, secrets, input-rules, contract, context and
+//   ground     config, logger, ids, errors, time, secrets, input-rules, contract, context, metrics and
 //              storage/ (database handle, migrations, embedded worker, shared tables)
 //
 // Nothing may form an import cycle, type-only imports included. A wing's queries/ folder is its
@@ -23,6 +23,7 @@ const GROUND_FILES = [
   'input-rules',
   'contract',
   'context',
+  'metrics',
 ];
 const SRC = '^server/src/';
 const GROUND = [`${SRC}(${GROUND_FILES.join('|')})\\.ts$`, `${SRC}storage/`, `${SRC}types/`];

@@ -13,7 +13,9 @@ import { homeRouter } from './http/home.js';
 import { inputRules } from './http/input-rules.js';
 import { mcpJsonRpcRouter } from './http/mcp-jsonrpc.js';
 import { mcpOriginGuard } from './http/mcp-origin.js';
-import { dispatch } from './http/operations.js';
+import { metricsHandler } from './http/metrics.js';
+import { operationLabeler } from './http/operation-label.js';
+import { dispatch, operationId } from './http/operations.js';
 import { opsRouter } from './http/ops.js';
 import { memoiseRouteCompilation } from './http/route-cache.js';
 import { sdkRouter } from './http/sdk.js';
@@ -30,9 +32,10 @@ export function createApp(tally: Tally): Express {
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'extended');
 
-  app.use(requestContextMiddleware(logger)); // request id, logger, and the context later layers fill in
+  // request id, logger, the context later layers fill in; the request's log line and HTTP metrics
+  app.use(requestContextMiddleware(logger, { label: operationLabeler(doc), metrics: tally.metrics }));
 
-  app.use(opsRouter(database, yaml, doc));
+  app.use(opsRouter(database, yaml, doc, metricsHandler(ctx.db, config, rateLimiter, tally.metrics)));
   app.use(homeRouter()); // `/` and the guides
   app.use(mcpOriginGuard(config)); // foreign web origins and, on loopback, foreign host names: 403 on /mcp
   app.use(mcpBearerKey); // the MCP key may come as Authorization: Bearer
@@ -59,7 +62,7 @@ export function createApp(tally: Tally): Express {
         ? true
         : {
             onError: (err: Error, _body: unknown, req: express.Request) =>
-              logger.warn({ err: err.message, path: req.path }, 'response does not match the contract'),
+              logger.warn({ err: err.message, operation: operationId(req) }, 'response does not match the contract'),
           },
       validateSecurity: { handlers: securityHandlers(ctx, config, rateLimiter) },
       ignoreUndocumented: false,

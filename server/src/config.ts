@@ -168,6 +168,7 @@ const envSchema = z.object({
   SANDBOX_DATABASE_URL: z.string().url().optional(),
   DATA_DIR: z.string().default('./.data'),
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
+  METRICS_TOKEN: z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional(),
   PUBLIC_BASE_URL: z.string().url().optional(),
   CDN_URL: z.string().url().optional(),
   LLM_BASE_URL: z.string().url().optional(),
@@ -199,6 +200,8 @@ export interface Config {
   readonly sandboxDatabaseUrl: string | undefined;
   readonly dataDir: string;
   readonly adminToken: string | undefined;
+  /** A token that may read GET /metrics (besides the admin token), for a Prometheus server. */
+  readonly metricsToken: string | undefined;
   readonly publicBaseUrl: string | undefined;
   readonly cdnUrl: string | undefined;
   readonly llm: { readonly baseUrl?: string; readonly apiKey?: string; readonly model: string };
@@ -255,6 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandboxDatabaseUrl: e.SANDBOX_DATABASE_URL,
     dataDir: path.resolve(e.DATA_DIR),
     adminToken: e.ADMIN_TOKEN,
+    metricsToken: e.METRICS_TOKEN,
     publicBaseUrl: e.PUBLIC_BASE_URL,
     cdnUrl: e.CDN_URL,
     llm: Object.freeze({ baseUrl: e.LLM_BASE_URL, apiKey: e.LLM_API_KEY, model: e.LLM_MODEL }),

@@ -1,5 +1,5 @@
 // What every service receives: the database, the configuration, a logger, a clock, the event
-// writer, the language model, the sandbox, the wings' caches and hooks and, where a job runner
+// writer, the language model, the metrics, the sandbox, the wings' caches and hooks and, where a job runner
 // runs, a way to wake the delivery worker. The composition root (tally.ts) builds one per root;
 // nothing here is looked up by handle or configuration elsewhere.
 import type { Logger } from 'pino';
@@ -8,6 +8,7 @@ import type { Config } from './config.js';
 import type { TriggerCampaigns } from './engagement/campaign-triggers.js';
 import type { LexiconCache } from './language/lexicon-cache.js';
 import type { Llm } from './llm/types.js';
+import type { Metrics } from './metrics.js';
 import type { ErasureHooks } from './privacy/erasure-hooks.js';
 import type { Sandbox } from './sandbox/open.js';
 import type { EventWriter } from './storage/event-writer.js';
@@ -26,6 +27,8 @@ export interface ServiceContext {
   readonly ingestor: EventWriter;
   /** The configured language model, or null: callers then use their built-in engines. */
   readonly llm: Llm | null;
+  /** The root's Prometheus metrics (metrics.ts): wings count what they do on it. */
+  readonly metrics: Metrics;
   /** The sandbox executor and its admission (sandbox/sandbox.ts is the way in). */
   readonly sandbox: Sandbox;
   /** API keys by hash, kept a few seconds (admin/keys.ts). */

@@ -300,13 +300,20 @@ interface ErrorContext {
   authFailure: AppError | null;
 }
 
+/** The paths of a validation error's fields (`/body/properties/plan`): where, never what. */
+function fieldPaths(error: AppError): string[] | undefined {
+  const errors = error.details?.errors;
+  return Array.isArray(errors) ? errors.slice(0, 10).map((e) => String((e as FieldError).path)) : undefined;
+}
+
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const context = res.locals.ctx as ErrorContext | undefined;
     const appError = toAppError(err, { method: req.method, path: req.path, authFailure: context?.authFailure });
     const log = context?.log ?? logger;
     if (appError.status >= 500) log.error({ err }, 'request failed');
-    else log.debug({ code: appError.code, status: appError.status }, appError.message);
+    // Not the message: it may quote the request (a refused SQL statement's values, an identifier).
+    else log.debug({ code: appError.code, status: appError.status, fields: fieldPaths(appError) }, 'request refused');
     if (res.headersSent) return;
     settleRetryHeaders(res, appError);
     res.status(appError.status).json(envelope(appError.status, appError.code, appError.message, appError.details));

@@ -1,7 +1,7 @@
 // The composition root: builds every wing of Tally once from one configuration, and closes them.
 // The server (server.ts, which adds HTTP and starts the jobs), the Express app (app.ts), the CLI's
 // local commands, the benchmarks and the tests all start here. Everything long-lived (the sandbox
-// executor and its admission, the event writer, the language model, the key and lexicon caches,
+// executor and its admission, the event writer, the metrics, the language model, the key and lexicon caches,
 // the trigger-campaign cache, the erasure hooks, the rate limiter, the MCP answer relay and the
 // job runner) belongs to one root: two roots, even on one database, share none of it.
 import type { Logger } from 'pino';
@@ -15,10 +15,12 @@ import { CAMPAIGN_TRIGGERS, PUSH_SWEEP } from './jobs/index.js';
 import { JobRunner } from './jobs/runner.js';
 import { LexiconCache } from './language/lexicon-cache.js';
 import { createLlm } from './llm/index.js';
+import { countOpenSessions } from './mcp/sessions.js';
 import { McpTalkBack } from './mcp/talk-back.js';
+import { Metrics } from './metrics.js';
 import { ErasureHooks } from './privacy/erasure-hooks.js';
 import { openSandbox, type Sandbox } from './sandbox/open.js';
-import { type Database, openDatabase } from './storage/db.js';
+import { type Database, openDatabase, poolUse } from './storage/db.js';
 import { EventWriter } from './storage/event-writer.js';
 
 export interface TallyOptions {
@@ -41,6 +43,8 @@ export interface Tally {
   /** What every service receives: one per root, shared by HTTP, MCP and the jobs. */
   readonly context: ServiceContext;
   readonly sandbox: Sandbox;
+  /** This root's metrics (its own registry), served at GET /metrics. */
+  readonly metrics: Metrics;
   readonly rateLimiter: RateLimiter;
   /** Where MCP calls waiting on a client's answer are found. */
   readonly mcpTalkBack: McpTalkBack;
@@ -69,12 +73,15 @@ function buildTally(config: Config, options: TallyOptions, database: Database): 
   const { logger } = options;
   const clock = options.clock ?? (() => new Date());
   const sandbox = openSandbox(database, { sandboxDatabaseUrl: config.sandboxDatabaseUrl, logger });
-  const jobs = new JobRunner(database, logger, { schema: options.jobSchema });
+  const metrics = new Metrics();
+  const jobs = new JobRunner(database, logger, { schema: options.jobSchema, metrics });
   const triggerCampaigns = new TriggerCampaigns();
-  const ingestor = new EventWriter(database.knex, logger, {
-    mayTrigger: (db, appId) => triggerCampaigns.mayTrigger(db, appId),
-    fired: triggerWaker(jobs, logger),
-  });
+  const ingestor = new EventWriter(
+    database.knex,
+    logger,
+    { mayTrigger: (db, appId) => triggerCampaigns.mayTrigger(db, appId), fired: triggerWaker(jobs, logger) },
+    metrics,
+  );
   const erasureHooks = new ErasureHooks();
   registerCampaignErasure(erasureHooks);
   const context: ServiceContext = {
@@ -84,6 +91,7 @@ function buildTally(config: Config, options: TallyOptions, database: Database): 
     clock,
     ingestor,
     llm: createLlm(config),
+    metrics,
     sandbox,
     keys: new KeyCache(),
     lexicons: new LexiconCache(),
@@ -91,7 +99,13 @@ function buildTally(config: Config, options: TallyOptions, database: Database): 
     triggerCampaigns,
     wakeDeliveries: deliveryWaker(jobs, clock, logger),
   };
-  const rateLimiter = new RateLimiter(config, logger);
+  Object.assign(metrics.sources, {
+    queueDepths: () => jobs.queueDepths(),
+    pools: () => ({ main: poolUse(database), sandbox: sandbox.executor.poolUse() }),
+    openMcpSessions: () => countOpenSessions(context),
+    ingestQueue: () => ingestor.queuedEvents,
+  });
+  const rateLimiter = new RateLimiter(config, logger, metrics);
   const mcpTalkBack = new McpTalkBack(config.redisUrl, logger);
   const keep = options.jobs ?? (() => true);
   return {
@@ -101,6 +115,7 @@ function buildTally(config: Config, options: TallyOptions, database: Database): 
     database,
     context,
     sandbox,
+    metrics,
     rateLimiter,
     mcpTalkBack,
     jobs,

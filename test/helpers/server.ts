@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTallyClient, type TallyClient } from '@tally/client';
+import type { DestinationStream } from 'pino';
 import { inject } from 'vitest';
 import { createKey, type Permission } from '../../server/src/admin/keys.js';
 import { type Config, loadConfig } from '../../server/src/config.js';
@@ -67,7 +68,14 @@ export interface TestServer {
  */
 export async function startTestServer(
   env: Record<string, string> = {},
-  options: { database?: Database; clock?: () => Date; jobs?: (name: string) => boolean; jobSchema?: string } = {},
+  options: {
+    database?: Database;
+    clock?: () => Date;
+    jobs?: (name: string) => boolean;
+    jobSchema?: string;
+    /** Where the server's log lines go (default standard output). */
+    logDestination?: DestinationStream;
+  } = {},
 ): Promise<TestServer> {
   const db = options.database ?? (await openTestDatabase());
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-test-'));
@@ -86,7 +94,7 @@ export async function startTestServer(
     CAMPAIGN_WORKERS: 'off',
     ...env,
   });
-  const running = await startServer(config, createLogger(config.logLevel), {
+  const running = await startServer(config, createLogger(config.logLevel, options.logDestination), {
     database: db,
     writeCredentialsFile: false,
     clock: options.clock,

@@ -15,7 +15,8 @@ import { contextOf } from './context.js';
 import { operationId } from './operations.js';
 import { applyDecision, type RateLimiter } from './rate-limit.js';
 
-function bearer(req: Request): string | undefined {
+/** The token of an `Authorization: Bearer <token>` header. */
+export function bearer(req: Request): string | undefined {
   const header = req.headers.authorization;
   const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   return match?.[1];

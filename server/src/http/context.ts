@@ -7,6 +7,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { McpPrincipal, RestPrincipal } from '../admin/keys.js';
 import type { AppError } from '../errors.js';
+import { type Metrics, UNMATCHED } from '../metrics.js';
 import type { AppRow } from '../storage/tenancy.js';
 
 /** The holder of the admin token. */
@@ -44,8 +45,20 @@ export interface RequestContext {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
-/** Creates the context, with the request id (the caller's X-Request-Id when well formed) and logger. */
-export function requestContextMiddleware(logger: Logger) {
+/** What the request line and the HTTP metrics need besides the logger. */
+export interface RequestObservers {
+  /** The operation a request is counted under (http/operation-label.ts). */
+  label?: (req: Request) => string;
+  metrics?: Metrics;
+}
+
+/**
+ * Creates the context, with the request id (the caller's X-Request-Id when well formed) and logger,
+ * and, when the response ends (or the client leaves first), writes the request's one log line and
+ * counts it: operation, method, status, latency and the app when one was resolved; never the path,
+ * query, headers or body, which may carry keys, identifiers or users' values.
+ */
+export function requestContextMiddleware(logger: Logger, observers: RequestObservers = {}) {
   return (req: Request, res: Response, next: NextFunction) => {
     const incoming = req.header('x-request-id');
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -64,12 +77,33 @@ export function requestContextMiddleware(logger: Logger) {
     };
     res.locals.ctx = context;
     const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+    res.once('close', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const operation = observers.label?.(req) ?? UNMATCHED;
+      const status = res.statusCode;
+      observers.metrics?.httpRequests.inc({ operation, status: String(status) });
+      observers.metrics?.httpDuration.observe({ operation }, seconds);
+      const line = {
+        operation,
+        method: req.method,
+        status,
+        duration_ms: Math.round(seconds * 10_000) / 10,
+        ...(res.writableFinished ? {} : { aborted: true }),
+      };
+      void appIdOf(context).then((appId) => log.info(appId ? { ...line, app_id: appId } : line, 'request'));
     });
     next();
   };
+}
+
+/** The app the request acted on, once known: resolved by the pipeline, or by the website gate. */
+async function appIdOf(context: RequestContext): Promise<string | undefined> {
+  if (context.app) return context.app.id;
+  if (!context.website) return undefined;
+  return context.website.then(
+    (access) => access.app?.id,
+    () => undefined,
+  );
 }
 
 /** The context of this request (the one accessor). */

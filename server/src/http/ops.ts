@@ -1,8 +1,8 @@
-// Operational endpoints outside the versioned API: liveness, readiness, the contract itself and
-// its rendered reference. Mounted before body parsing and contract validation.
+// Operational endpoints outside the versioned API: liveness, readiness, metrics (http/metrics.ts),
+// the contract itself and its rendered reference. Mounted before body parsing and contract validation.
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Router } from 'express';
+import { type RequestHandler, Router } from 'express';
 import { databaseReadiness } from '../admin/health.js';
 import type { OpenApiDocument } from '../contract.js';
 import { envelope } from '../errors.js';
@@ -18,8 +18,9 @@ const DOCS_HTML = fileURLToPath(new URL('../../../generated/docs/index.html', im
 const DOCS_CSP =
   "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-export function opsRouter(database: Database, yaml: string, doc: OpenApiDocument): Router {
+export function opsRouter(database: Database, yaml: string, doc: OpenApiDocument, metrics: RequestHandler): Router {
   const router = Router();
+  router.get('/metrics', metrics);
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });

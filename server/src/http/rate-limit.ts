@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config, RateLimitClass } from '../config.js';
 import { AppError } from '../errors.js';
+import type { Metrics } from '../metrics.js';
 
 const WINDOW_MS = 60_000;
 const AUTH_FAILURES_WHAT = 'failed authentications from your address';
@@ -119,6 +120,7 @@ export class RateLimiter {
   constructor(
     private readonly config: Config,
     private readonly logger: Logger,
+    private readonly metrics?: Metrics,
   ) {
     this.kind = config.redisUrl ? 'redis' : 'memory';
     this.store = config.redisUrl ? redisStore(config.redisUrl, logger) : memoryStore();
@@ -158,6 +160,7 @@ export class RateLimiter {
     const counted = await this.ask((store) => store.hit(`${cls}:${key}`, now), now);
     if (!counted) return null;
     const { count, resetAt } = counted;
+    if (count > limit) this.metrics?.rateLimitRefusals.inc({ class: cls });
     return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetAt };
   }
 
@@ -170,6 +173,7 @@ export class RateLimiter {
     if (!limit) return;
     const seen = await this.ask((store) => store.peek(`auth_failures:${ip}`, now), now);
     if (!seen || seen.count < limit) return;
+    this.metrics?.rateLimitRefusals.inc({ class: 'auth_failures' });
     throw applyDecision(res, { allowed: false, limit, remaining: 0, resetAt: seen.resetAt }, now, AUTH_FAILURES_WHAT)!;
   }
 

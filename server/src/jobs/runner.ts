@@ -4,6 +4,7 @@
 // Campaign sends and retention add their jobs here; see jobs/index.ts for the list.
 import PgBoss from 'pg-boss';
 import type { Logger } from 'pino';
+import type { Metrics } from '../metrics.js';
 import type { Database } from '../storage/db.js';
 import { jobQueueDatabase } from '../storage/job-queue.js';
 
@@ -30,7 +31,7 @@ export class JobRunner {
   constructor(
     private readonly database: Database,
     private readonly logger: Logger,
-    private readonly options: { pollingIntervalSeconds?: number; schema?: string } = {},
+    private readonly options: { pollingIntervalSeconds?: number; schema?: string; metrics?: Metrics } = {},
   ) {
     this.schema = options.schema ?? JOB_SCHEMA;
   }
@@ -62,12 +63,18 @@ export class JobRunner {
         async ([item]) => {
           if (!item) return;
           const started = Date.now();
+          const { metrics } = this.options;
+          const stopTimer = metrics?.jobDuration.startTimer({ job: job.name });
           try {
             await job.run((item.data ?? {}) as object);
+            metrics?.jobs.inc({ job: job.name, outcome: 'completed' });
             this.logger.debug({ job: job.name, id: item.id, ms: Date.now() - started }, 'job done');
           } catch (err) {
+            metrics?.jobs.inc({ job: job.name, outcome: 'failed' });
             this.logger.error({ err, job: job.name, id: item.id }, 'job failed');
             throw err;
+          } finally {
+            stopTimer?.();
           }
         },
       );
@@ -107,6 +114,15 @@ export class JobRunner {
   /** The state of one queued job (created, active, completed, failed...). */
   async state(name: string, id: string): Promise<string | null> {
     return (await this.running().getJobById(name, id, { includeArchive: true }))?.state ?? null;
+  }
+
+  /** Jobs queued and not yet started, per queue this runner works; empty when it is not running. */
+  async queueDepths(): Promise<Record<string, number>> {
+    const boss = this.boss;
+    if (!boss) return {};
+    const depths: Record<string, number> = {};
+    for (const name of this.definitions.keys()) depths[name] = await boss.getQueueSize(name);
+    return depths;
   }
 
   /** The recurring schedules registered in the database. */

@@ -100,7 +100,8 @@ export function refusal(
 
 /** A failure of the engine itself on some text: logged, and answered as not understood (never a 500). */
 function engineFailure(ctx: ServiceContext, text: string, err: unknown): NotUnderstood {
-  ctx.logger.error({ err, text: text.slice(0, 300) }, 'the natural-language engine failed on a text');
+  // Not the text: a question may hold a user's value (`users whose plan is ...`).
+  ctx.logger.error({ err, characters: text.length }, 'the natural-language engine failed on a text');
   return new NotUnderstood('Tally could not read it.');
 }
 
@@ -163,7 +164,7 @@ async function fromModel<T>(
     return { method: 'llm', ast: read.ast as T, confidence: read.confidence, corrections: [] };
   } catch (err) {
     if (!(err instanceof NotUnderstood)) throw err;
-    ctx.logger.info({ reason: err.message }, 'the language model could not fill the query AST; trying SQL');
+    ctx.logger.info({ err: err.message }, 'the language model could not fill the query AST; trying SQL');
     return { method: 'llm_sql', needsSql: true, confidence: 0, rulesError };
   }
 }

@@ -10,7 +10,13 @@ import { type LoggingLevel, LoggingLevelSchema } from '@modelcontextprotocol/sdk
 import type { McpPrincipal } from '../admin/keys.js';
 import type { ServiceContext } from '../context.js';
 import { AppError, STATUS_OF } from '../errors.js';
-import { deleteSession, openSessionUnderCap, setSessionLogLevel, touchSession } from './queries/sessions.js';
+import {
+  countSessionsUsedSince,
+  deleteSession,
+  openSessionUnderCap,
+  setSessionLogLevel,
+  touchSession,
+} from './queries/sessions.js';
 
 export const SESSION_IDLE_MS = 30 * 60_000;
 export const MAX_SESSIONS_PER_KEY = 50;
@@ -36,7 +42,7 @@ export interface ClientHello {
 
 /** Opens a session for the key (evicting an idle one at the cap); throws TooManySessionsError. */
 export async function openSession(
-  ctx: Pick<ServiceContext, 'db' | 'clock'>,
+  ctx: Pick<ServiceContext, 'db' | 'clock'> & Partial<Pick<ServiceContext, 'metrics'>>,
   principal: McpPrincipal,
   client: ClientHello,
 ): Promise<string> {
@@ -63,6 +69,7 @@ export async function openSession(
     const waitMs = outcome.oldestUse.getTime() + EVICTABLE_AFTER_MS - now.getTime();
     throw new TooManySessionsError(outcome.open, Math.max(1, Math.ceil(waitMs / 1000)));
   }
+  ctx.metrics?.mcpSessionsCreated.inc();
   return id;
 }
 
@@ -112,3 +119,7 @@ export const setLogLevel = (ctx: Pick<ServiceContext, 'db'>, principal: McpPrinc
 
 export const closeSession = (ctx: Pick<ServiceContext, 'db'>, principal: McpPrincipal, id: string) =>
   SESSION_ID.test(id) ? deleteSession(ctx.db, principal.keyId, id) : Promise.resolve(false);
+
+/** Sessions open now (used within their idle time), of every key: read when metrics are scraped. */
+export const countOpenSessions = (ctx: Pick<ServiceContext, 'db' | 'clock'>) =>
+  countSessionsUsedSince(ctx.db, new Date(ctx.clock().getTime() - SESSION_IDLE_MS));

@@ -10,7 +10,7 @@
 // caps on rows and bytes.
 
 import type { ServiceContext } from '../context.js';
-import { AppError, isStatementTimeout, QueryTimeoutError, STATUS_OF } from '../errors.js';
+import { AppError, isStatementTimeout, QueryTimeoutError, RateLimitError, STATUS_OF } from '../errors.js';
 import { findApp } from '../storage/tenancy.js';
 import { checkSandboxSql, SandboxRejection } from './check.js';
 import { EMBEDDED_MAX_JOIN_ROWS } from './queries/embedded.js';
@@ -39,7 +39,7 @@ export interface SandboxResult {
 }
 
 type SandboxContext = Pick<ServiceContext, 'sandbox' | 'logger'> &
-  Partial<Pick<ServiceContext, 'config' | 'db' | 'clock'>>;
+  Partial<Pick<ServiceContext, 'config' | 'db' | 'clock' | 'metrics'>>;
 
 async function organizationOf(ctx: SandboxContext, appId: string, given: string | undefined): Promise<string> {
   if (given) return given;
@@ -76,16 +76,20 @@ export async function runSandboxedQuery(
   sql: string,
   options: SandboxOptions,
 ): Promise<SandboxResult> {
+  const organizationId = await organizationOf(ctx, appId, options.organizationId);
   let statement = sql;
   if (!checkerOff) {
     try {
       statement = await checkSandboxSql(sql, { embedded: ctx.sandbox.executor.embedded });
     } catch (err) {
-      if (err instanceof SandboxRejection) throw new QueryRejectedError(err.message);
-      throw err;
+      if (!(err instanceof SandboxRejection)) throw err;
+      const rejected = new QueryRejectedError(err.message);
+      ctx.metrics?.sandboxQueries.inc({ organization_id: organizationId, source: 'caller' });
+      countFailure(ctx, organizationId, rejected);
+      throw rejected;
     }
   }
-  return execute(ctx, appId, statement, [], options, false);
+  return execute(ctx, appId, statement, [], { ...options, organizationId }, false);
 }
 
 /**
@@ -119,35 +123,54 @@ async function execute(
   // Direct callers without a service clock (tests of the executor) read the system's.
   const now = () => (ctx.clock ? ctx.clock() : new Date()).getTime();
   const admitted = { key: options.owner ?? appId, organization: organizationId, timeoutMs, now };
-  const result = await admission.run(admitted, async () => {
-    try {
-      return await executor.run({
-        appId,
-        organizationId,
-        statement,
-        params,
-        trusted,
-        timeoutMs,
-        rowCap,
-        byteCap: options.byteCap ?? DEFAULT_BYTE_CAP,
-      });
-    } catch (err) {
-      if (err instanceof QueryTimeoutError && executor.embedded) {
-        const ms = admission.capHit(organizationId, now());
-        ctx.logger?.warn(
-          { organization_id: organizationId, app_id: appId, cooldown_ms: ms },
-          'a sandbox query ran into the embedded time cap; its organization is cooled down',
-        );
+  ctx.metrics?.sandboxQueries.inc({ organization_id: organizationId, source: trusted ? 'tally' : 'caller' });
+  const result = await admission
+    .run(admitted, async () => {
+      try {
+        return await executor.run({
+          appId,
+          organizationId,
+          statement,
+          params,
+          trusted,
+          timeoutMs,
+          rowCap,
+          byteCap: options.byteCap ?? DEFAULT_BYTE_CAP,
+        });
+      } catch (err) {
+        if (err instanceof QueryTimeoutError && executor.embedded) {
+          const ms = admission.capHit(organizationId, now());
+          ctx.logger?.warn(
+            { organization_id: organizationId, app_id: appId, cooldown_ms: ms },
+            'a sandbox query ran into the embedded time cap; its organization is cooled down',
+          );
+        }
+        throw translate(err, timeoutMs);
       }
-      throw translate(err, timeoutMs);
-    }
-  });
+    })
+    .catch((err: unknown) => {
+      countFailure(ctx, organizationId, err);
+      throw err;
+    });
   const columns = uniqueNames(result.fields.map((f) => f.name));
   const convert = result.fields.map((f) => converter(f.dataTypeID));
   const rows = result.rows.map((r) =>
     Object.fromEntries(columns.map((c, i) => [c, r[i] === null ? null : convert[i]!(r[i])])),
   );
   return { rows, truncated: result.truncated, sql: statement, columns };
+}
+
+/** Counts a refused query (by reason) or one stopped at its time limit. */
+function countFailure(ctx: SandboxContext, organizationId: string, err: unknown): void {
+  const metrics = ctx.metrics;
+  if (!metrics) return;
+  if (err instanceof QueryTimeoutError) metrics.sandboxTimeCapHits.inc({ organization_id: organizationId });
+  else if (err instanceof QueryRejectedError)
+    metrics.sandboxRefusals.inc({ organization_id: organizationId, reason: 'rejected' });
+  else if (err instanceof RateLimitError) {
+    const reason = String(err.details?.reason ?? 'admission');
+    metrics.sandboxRefusals.inc({ organization_id: organizationId, reason });
+  }
 }
 
 function translate(err: unknown, timeoutMs: number): unknown {

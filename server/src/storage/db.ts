@@ -5,6 +5,8 @@
 import path from 'node:path';
 import knexModule, { type Knex } from 'knex';
 import type { Logger } from 'pino';
+import { safeError } from '../logger.js';
+import type { PoolUse } from '../metrics.js';
 import { EmbeddedHost } from './embedded/host.js';
 import { type DataDirLock, lockDataDir } from './lock.js';
 import { runMigrations } from './migrations/index.js';
@@ -34,8 +36,21 @@ export interface OpenOptions {
 /** knex's own warnings (a connection it discards, for instance) go to our log, not the console. */
 export function knexLog(logger: Logger | undefined): Knex.Config['log'] {
   const to = (level: 'debug' | 'warn') => (message: unknown) =>
-    logger?.[level]({ knex: String(message) }, 'database driver');
+    logger?.[level]({ knex: safeError(String(message)) }, 'database driver');
   return { warn: to('debug'), error: to('warn'), deprecate: to('debug'), debug: to('debug') };
+}
+
+interface TarnPool {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+}
+
+/** How busy the database's connection pool (knex's) is; null before knex has made it or after it closed. */
+export function poolUse(database: Database): PoolUse | null {
+  const pool = (database.knex.client as { pool?: TarnPool | null }).pool;
+  if (!pool) return null;
+  return { used: pool.numUsed(), free: pool.numFree(), pending: pool.numPendingAcquires() };
 }
 
 export async function openDatabase(options: OpenOptions): Promise<Database> {
@@ -57,6 +72,8 @@ function openPostgres(options: OpenOptions): Database {
     client: 'pg',
     connection: databaseUrl,
     pool: { min: 0, max: 10 },
+    // A failed query's error names its SQL with placeholders, never its values (they may be anyone's data).
+    compileSqlOnError: false,
     log: knexLog(options.logger),
   });
   return {

@@ -13,6 +13,7 @@
 // written without it.
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import type { Metrics } from '../metrics.js';
 import { type IngestEvent, type IngestResult, type TriggerHooks, writeAppEvents } from './event-rows.js';
 import { resolveOrCreateUsers } from './event-writer-users.js';
 import { insertVisits, type VisitRow } from './ingested-rows.js';
@@ -48,13 +49,23 @@ const MAX_EVENTS_PER_TRANSACTION = 5_000;
 
 export class EventWriter {
   private pending: PendingRequest[] = [];
+  /** Events of the group being written. */
+  private inFlight = 0;
   private flushing: Promise<void> | null = null;
 
   constructor(
     private readonly db: Knex,
     private readonly logger: Logger,
     private readonly triggers?: TriggerHooks,
+    private readonly metrics?: Metrics,
   ) {}
+
+  /** Events submitted and not yet committed (or refused). */
+  get queuedEvents(): number {
+    let n = this.inFlight;
+    for (const request of this.pending) n += request.events.length;
+    return n;
+  }
 
   /** Stores one request's events and visits (all or none) and resolves once they are committed. */
   submit(events: IngestEvent[], visits: VisitWrite[] = []): Promise<IngestResult[]> {
@@ -84,7 +95,13 @@ export class EventWriter {
           count += this.pending[take]!.events.length;
           take++;
         }
-        await this.flushGroup(this.pending.splice(0, take));
+        this.inFlight = count;
+        this.metrics?.ingestBatchEvents.observe(count);
+        try {
+          await this.flushGroup(this.pending.splice(0, take));
+        } finally {
+          this.inFlight = 0;
+        }
       }
     } finally {
       this.flushing = null;
@@ -119,6 +136,7 @@ export class EventWriter {
         return;
       }
       this.logger.warn({ err }, 'grouped event write failed; retrying each request on its own');
+      this.metrics?.ingestGroupRetries.inc();
       for (const request of pending) {
         try {
           request.resolve(await this.write(request.events, request.visits));
@@ -131,6 +149,7 @@ export class EventWriter {
 
   private async write(events: IngestEvent[], visits: VisitWrite[]): Promise<IngestResult[]> {
     const outbox = { rows: 0 };
+    const stopTimer = this.metrics?.ingestCommitDuration.startTimer();
     const results = await this.db.transaction(async (trx) => {
       const results = new Array<IngestResult>(events.length);
       const byApp = new Map<string, number[]>();
@@ -171,6 +190,12 @@ export class EventWriter {
       }
       return results;
     });
+    stopTimer?.();
+    if (this.metrics) {
+      const duplicates = results.filter((r) => r.duplicate).length;
+      this.metrics.ingestEvents.inc({ outcome: 'written' }, events.length - duplicates);
+      this.metrics.ingestEvents.inc({ outcome: 'duplicate' }, duplicates);
+    }
     if (outbox.rows > 0) this.triggers?.fired();
     return results;
   }

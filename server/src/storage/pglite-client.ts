@@ -41,6 +41,8 @@ export function createPgliteKnex(host: EmbeddedHost, log?: Knex.Config['log']): 
     connection: {},
     // PGlite has a single session: one connection, shared by everything in the process.
     pool: { min: 1, max: 1 },
+    // A failed query's error names its SQL with placeholders, never its values (they may be anyone's data).
+    compileSqlOnError: false,
     log,
   });
 }

@@ -52,6 +52,7 @@ export async function attemptDelivery(ctx: ServiceContext, a: Attempt): Promise<
     attempt: a.attempt,
     ...('batchId' in a ? { batch_id: a.batchId } : { delivery_id: a.deliveryId }),
   };
+  let delivered = false;
   try {
     if ('batchId' in a) {
       const result = await provider.sendMany!({
@@ -62,6 +63,7 @@ export async function attemptDelivery(ctx: ServiceContext, a: Attempt): Promise<
         message: a.message,
         actionUrl: a.actionUrl,
       });
+      delivered = result.delivered;
       await resolveBatch(ctx, a.app.id, result, a.recipients);
     } else {
       const result = await provider.send({
@@ -73,6 +75,7 @@ export async function attemptDelivery(ctx: ServiceContext, a: Attempt): Promise<
         message: a.message,
         actionUrl: a.actionUrl,
       });
+      delivered = result.delivered;
       await resolveDeliveries(ctx.db, a.app.id, ids, {
         status: result.delivered ? 'delivered' : 'sent',
         provider_message_id: result.providerMessageId,
@@ -82,10 +85,12 @@ export async function attemptDelivery(ctx: ServiceContext, a: Attempt): Promise<
         failure_kind: null,
       });
     }
+    ctx.metrics.pushSends.inc({ provider: provider.kind, outcome: delivered ? 'delivered' : 'sent' });
     return { state: 'sent' };
   } catch (err) {
     const error = asProviderError(provider.kind, err);
     const wait = retryDelay(provider, error, a.attempt);
+    ctx.metrics.pushSends.inc({ provider: provider.kind, outcome: wait !== null ? 'retry' : 'failed' });
     if (wait !== null) {
       const at = new Date(ctx.clock().getTime() + wait);
       await scheduleRetry(ctx.db, a.app.id, ids, at, failureText(error));
@@ -93,10 +98,8 @@ export async function attemptDelivery(ctx: ServiceContext, a: Attempt): Promise<
       ctx.logger.info({ ...log, status: error.status, wait_ms: wait }, 'push retry scheduled');
       return { state: 'retrying', at, error };
     }
-    ctx.logger.warn(
-      { ...log, status: error.status, reason: error.reason, ...(error.detail ? { provider_reply: error.detail } : {}) },
-      'push refused',
-    );
+    // The provider's reply is not logged: it may echo the message, the user or anything else.
+    ctx.logger.warn({ ...log, status: error.status, reason: error.reason }, 'push refused');
     await resolveDeliveries(ctx.db, a.app.id, ids, failedColumns(error, ctx.clock()));
     return { state: 'failed', error };
   }

@@ -119,3 +119,9 @@ export async function deleteSession(db: Knex, keyId: string, id: string): Promis
 export async function deleteIdleSessions(db: Knex, before: Date): Promise<number> {
   return db('mcp_sessions').where('last_seen_at', '<', before).del();
 }
+
+/** Sessions of every key used since `since` (the metrics' open sessions; not per app by nature). */
+export async function countSessionsUsedSince(db: Knex, since: Date): Promise<number> {
+  const row = await db('mcp_sessions').where('last_seen_at', '>=', since).count({ n: '*' }).first();
+  return Number(row?.n ?? 0);
+}

@@ -125,6 +125,11 @@ class EmbeddedSandbox implements SandboxDatabase {
     return stats;
   }
 
+  /** One query at a time on the embedded connection: no pool of its own. */
+  poolUse(): null {
+    return null;
+  }
+
   async close(): Promise<void> {}
 }
 

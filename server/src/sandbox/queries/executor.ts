@@ -14,6 +14,7 @@
 
 import type pg from 'pg';
 import Cursor from 'pg-cursor';
+import type { PoolUse } from '../../metrics.js';
 import { APP_SETTING, type Confinement } from './role.js';
 
 export interface SandboxStatement {
@@ -49,6 +50,8 @@ export interface SandboxDatabase {
   /** Queries stopped by force: backends terminated past their timeout, or restarts at the time cap. */
   readonly stoppedByForce: number;
   run(q: SandboxStatement): Promise<SandboxRows>;
+  /** How busy the sandbox's own connection pool is (PostgreSQL, once opened); null otherwise. */
+  poolUse(): PoolUse | null;
   /** The confinement of the PostgreSQL sandbox role (always confined:false in embedded mode). */
   confinement(): Promise<Confinement>;
   close(): Promise<void>;

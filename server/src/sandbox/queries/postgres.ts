@@ -11,6 +11,7 @@ import type { Knex } from 'knex';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { isStatementTimeout, QueryTimeoutError } from '../../errors.js';
+import type { PoolUse } from '../../metrics.js';
 import {
   appSettingStatement,
   NO_PARALLEL_WORKERS,
@@ -287,6 +288,12 @@ class PostgresSandbox implements SandboxDatabase {
     } catch (err) {
       this.logger?.warn({ err: (err as Error).message, pid }, `could not run ${fn} on a sandbox backend`);
     }
+  }
+
+  poolUse(): PoolUse | null {
+    const pool = this.pool;
+    if (!pool) return null;
+    return { used: pool.totalCount - pool.idleCount, free: pool.idleCount, pending: pool.waitingCount };
   }
 
   async close(): Promise<void> {
