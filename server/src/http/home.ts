@@ -42,12 +42,12 @@ function guides(): string[] {
   return files.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
 
-const escape = (s: string) =>
+const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 function homePage(): string {
   const guideItems = guides()
-    .map((f) => `<li><a href="/guides/${f}">${escape(GUIDE_TITLES[f] ?? f)}</a></li>`)
+    .map((f) => `<li><a href="/guides/${f}">${escapeHtml(GUIDE_TITLES[f] ?? f)}</a></li>`)
     .join('\n      ');
   return `<!doctype html>
 <html lang="en">
