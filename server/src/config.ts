@@ -189,6 +189,7 @@ const envSchema = z.object({
   MCP_CAMPAIGN_LEAD_MINUTES: z.coerce.number().int().min(1).max(10_080).default(15),
   MCP_CONFIRMATION_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(45),
   MCP_ALLOWED_ORIGINS: originsSchema,
+  SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).max(3600).default(25),
 });
 
 export interface Config {
@@ -236,6 +237,8 @@ export interface Config {
   readonly mcpConfirmationTimeoutMs: number;
   /** Web origins besides Tally's own that may call `/mcp` (browser-based MCP clients, proxies). */
   readonly mcpAllowedOrigins: readonly string[];
+  /** On SIGTERM or SIGINT, how long requests in flight have to finish before their connections are closed. */
+  readonly shutdownGraceMs: number;
   /** Validate responses against the contract and fail on drift (tests); otherwise drift is logged. */
   readonly strictResponses: boolean;
 }
@@ -276,6 +279,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mcpCampaignLeadMinutes: e.MCP_CAMPAIGN_LEAD_MINUTES,
     mcpConfirmationTimeoutMs: e.MCP_CONFIRMATION_TIMEOUT_SECONDS * 1000,
     mcpAllowedOrigins: e.MCP_ALLOWED_ORIGINS,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
     strictResponses: e.NODE_ENV === 'test',
   });
 }

@@ -1,14 +1,16 @@
 // Starts Tally: builds the composition root (tally.ts, which opens and migrates storage),
-// bootstraps an empty database, starts the jobs, listens. Used by main.ts and by the test harness,
-// so both run exactly the same start-up.
+// bootstraps an empty database, starts the jobs, listens (http/listener.ts: timeouts against slow
+// clients). Used by main.ts and by the test harness, so both run exactly the same start-up, and
+// the same shutdown: close() drains HTTP (bounded by SHUTDOWN_GRACE_SECONDS) while the job runner
+// stops, then writes the events still pending and closes the root, database last.
 
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { bootstrapIfEmpty, type Credentials, writeCredentials } from './admin/bootstrap.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
+import { type Listener, listen } from './http/listener.js';
 import { jobDefinitions, PUSH_SWEEP, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
 import type { JobRunner } from './jobs/runner.js';
 import type { Database } from './storage/db.js';
@@ -23,7 +25,12 @@ export interface RunningServer {
   tally: Tally;
   /** Set on the first start of an empty database. */
   credentials: Credentials | null;
-  close(): Promise<void>;
+  /**
+   * Stops gracefully: no new connections, requests in flight answered (for at most `graceMs`,
+   * SHUTDOWN_GRACE_SECONDS by default, then their connections are closed), jobs stopped, every
+   * accepted event committed, the root closed. A second call waits for the first.
+   */
+  close(options?: { graceMs?: number }): Promise<void>;
 }
 
 export interface StartOptions extends Omit<TallyOptions, 'logger'> {
@@ -42,9 +49,17 @@ export async function startServer(config: Config, logger: Logger, options: Start
     await tally.close();
     throw err;
   }
+  let closing: Promise<void> | undefined;
   const links = { base: config.publicBaseUrl ?? '' };
   const campaignWorkers = await startJobs(tally, () => links.base);
-  const server = await listen(createApp(tally), config);
+  let listener: Listener;
+  try {
+    listener = await listen(createApp(tally), config.port, config.host);
+  } catch (err) {
+    await tally.close();
+    throw err;
+  }
+  const server = listener.server;
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   links.base ||= `http://${host}:${port}`;
@@ -57,14 +72,23 @@ export async function startServer(config: Config, logger: Logger, options: Start
     jobs: tally.jobs,
     tally,
     credentials,
-    async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
-      await tally.close();
+    close(options = {}) {
+      closing ??= stop(listener, tally, options.graceMs ?? config.shutdownGraceMs);
+      return closing;
     },
   };
+}
+
+/** The shutdown sequence; each step is logged at info. */
+async function stop(listener: Listener, tally: Tally, graceMs: number): Promise<void> {
+  // pg-boss waits up to 10 s for a running job: that wait overlaps the HTTP drain. Events accepted
+  // meanwhile that wake a worker leave the wake-up to the worker's schedule, here or elsewhere.
+  const jobsStopped = tally.jobs
+    .stop()
+    .catch((err) => tally.logger.warn({ err }, 'shutdown: the job runner did not stop cleanly'));
+  await listener.drain(graceMs, tally.logger);
+  await jobsStopped;
+  await tally.close();
 }
 
 /** On an empty database: the default organization, app and keys (written to the data directory if asked). */
@@ -91,14 +115,4 @@ async function startJobs(tally: Tally, linkBase: () => string): Promise<boolean>
     await jobs.runNow(REFRESH_SANDBOX_STATISTICS);
   }
   return engine !== undefined;
-}
-
-function listen(app: Express, config: Config): Promise<Server> {
-  return new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
-    s.once('error', reject);
-  }).then((server) => {
-    server.keepAliveTimeout = 65_000;
-    return server;
-  });
 }

@@ -122,11 +122,14 @@ function buildTally(config: Config, options: TallyOptions, database: Database): 
     works: (job) => keep(job),
     async close() {
       await ingestor.idle();
+      logger.info('shutdown: every accepted event is committed');
       await jobs.stop();
       await rateLimiter.close();
       await mcpTalkBack.close();
       await sandbox.executor.close();
-      if (!options.database) await database.close();
+      if (options.database) return;
+      await database.close();
+      logger.info({ storage: database.kind }, 'shutdown: database closed');
     },
   };
 }

@@ -20,9 +20,12 @@ export interface JobDefinition<T extends object = object> {
 }
 
 export const JOB_SCHEMA = 'pgboss';
+/** How long stop() waits for running jobs. */
+const STOP_TIMEOUT_MS = 10_000;
 
 export class JobRunner {
   private boss: PgBoss | null = null;
+  private stopping: Promise<void> | null = null;
   private definitions = new Map<string, JobDefinition>();
 
   /** The schema of the queue's tables: instances that share it share the queue. */
@@ -45,6 +48,7 @@ export class JobRunner {
       schedule: true,
       migrate: true,
     });
+    this.stopping = null;
     boss.on('error', (err) => this.logger.warn({ err: err.message }, 'job runner'));
     await boss.start();
     this.boss = boss;
@@ -130,10 +134,22 @@ export class JobRunner {
     return (await this.running().getSchedules()).map((s) => ({ name: s.name, cron: s.cron }));
   }
 
-  async stop(): Promise<void> {
-    const boss = this.boss;
-    this.boss = null;
-    await boss?.stop({ graceful: true, close: false, wait: true, timeout: 10_000 });
+  /**
+   * Stops taking jobs and waits (up to 10 s) for the running ones to finish; pg-boss marks a job
+   * still running then as failed, to be retried by any instance as its queue allows. A second call
+   * waits for the first.
+   */
+  stop(): Promise<void> {
+    if (!this.stopping) {
+      const boss = this.boss;
+      this.boss = null;
+      this.stopping = boss
+        ? boss.stop({ graceful: true, close: false, wait: true, timeout: STOP_TIMEOUT_MS }).then(() => {
+            this.logger.info('shutdown: job runner stopped');
+          })
+        : Promise.resolve();
+    }
+    return this.stopping;
   }
 }
 

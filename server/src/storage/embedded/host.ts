@@ -105,6 +105,9 @@ export class EmbeddedHost {
       final(callback) {
         flush();
         callback();
+        // `pg` ends a connection (Terminate, then end) and waits for the stream to close: end the
+        // readable side too, so that the stream closes now (knex's pool would wait 5 s for it).
+        this.push(null);
       },
       destroy(err, callback) {
         running.streams.delete(id);

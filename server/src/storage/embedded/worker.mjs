@@ -4,6 +4,10 @@
 // Keeping PGlite here means a long query never blocks the server's event loop, and a query that
 // runs over its time can be stopped by terminating this thread (PGlite enforces no timeout).
 // Plain JavaScript, so that it loads the same under tsx, vitest and compiled output.
+// Durability (docs/durability.md): PGlite keeps synchronous_commit on, and its Node file system
+// writes with fs.writeSync, so a commit's WAL is in the OS before the commit is acknowledged and
+// survives a kill -9; it runs with fsync off (and its file system makes fsync a no-op), so an OS
+// crash or power loss may lose recent commits. test/e2e/crash-durability.test.ts pins the first.
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 

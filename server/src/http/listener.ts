@@ -1,0 +1,97 @@
+// Tally's HTTP server: Node's own, created here (not by `app.listen`) so that slow clients are cut
+// off on time, and drained for a graceful shutdown. Node checks the header and request timeouts
+// only every `connectionsCheckingInterval`, which can be set only when the server is created: at
+// its default (30 s) a client sending one header byte a second would hold its connection for up
+// to 40 s instead of 10.
+import http, { type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+
+/** A request's headers must arrive within this. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/** A request's headers and body must arrive within this (answering it may take longer). */
+export const REQUEST_TIMEOUT_MS = 30_000;
+/** An idle keep-alive connection is kept this long: above load balancers' usual 60 s idle timeout. */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+/** How often Node looks for connections over their header or request timeout. */
+export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
+
+export interface DrainOutcome {
+  /** Requests still unanswered when the grace period ended (their connections were closed). */
+  cut: number;
+}
+
+export interface Listener {
+  readonly server: Server;
+  /** Requests received and not yet answered. */
+  inFlight(): number;
+  /**
+   * Stops accepting connections, closes idle keep-alive connections and answers the requests in
+   * flight with `Connection: close`; resolves when every connection is closed, or when `graceMs`
+   * has passed, after closing what remains.
+   */
+  drain(graceMs: number, logger: Logger): Promise<DrainOutcome>;
+}
+
+/** Creates the server with Tally's timeouts and starts listening on `port` and `host`. */
+export function listen(app: RequestListener, port: number, host: string): Promise<Listener> {
+  const server = http.createServer({
+    headersTimeout: HEADERS_TIMEOUT_MS,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+  });
+  const listener = track(server);
+  server.on('request', app);
+  return new Promise<Listener>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(listener);
+    });
+  });
+}
+
+function track(server: Server): Listener {
+  const open = new Set<ServerResponse>();
+  let draining = false;
+  // Registered before the app: a request that arrives while draining (on a connection that was
+  // busy) is answered with Connection: close too.
+  server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+    open.add(res);
+    if (draining) res.setHeader('Connection', 'close');
+    res.once('close', () => {
+      open.delete(res);
+      // a connection whose response went out with its headers before the drain is now idle
+      if (draining) setImmediate(() => server.closeIdleConnections());
+    });
+  });
+  return {
+    server,
+    inFlight: () => open.size,
+    async drain(graceMs, logger) {
+      draining = true;
+      for (const res of open) if (!res.headersSent) res.setHeader('Connection', 'close');
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      logger.info(
+        { inFlight: open.size, graceMs },
+        `shutdown: no longer accepting connections; waiting for ${open.size} requests in flight`,
+      );
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<'grace over'>((resolve) => {
+        timer = setTimeout(() => resolve('grace over'), graceMs);
+      });
+      const outcome = await Promise.race([closed, graceOver]);
+      clearTimeout(timer);
+      if (outcome !== 'grace over') {
+        logger.info('shutdown: every request answered, every connection closed');
+        return { cut: 0 };
+      }
+      const cut = open.size;
+      logger.warn({ cut, graceMs }, `shutdown: closing the connections still open after ${graceMs} ms`);
+      server.closeAllConnections();
+      await closed;
+      return { cut };
+    },
+  };
+}
