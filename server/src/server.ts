@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { bootstrapIfEmpty, type Credentials, writeCredentials } from './admin/bootstrap.js';
+import { resealSecrets } from './admin/rotation.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { jobDefinitions, PUSH_SWEEP, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
@@ -67,7 +68,10 @@ export async function startServer(config: Config, logger: Logger, options: Start
   };
 }
 
-/** On an empty database: the default organization, app and keys (written to the data directory if asked). */
+/**
+ * On an empty database: the default organization, app and keys (written to the data directory if
+ * asked). During a SECRET_KEY rotation: the re-seal pass.
+ */
 async function firstStart(tally: Tally, writeFile: boolean): Promise<Credentials | null> {
   const { config, database, logger } = tally;
   const credentials = await bootstrapIfEmpty(database.knex, config.adminToken);
@@ -75,6 +79,8 @@ async function firstStart(tally: Tally, writeFile: boolean): Promise<Credentials
     const file = writeCredentials(config.dataDir, credentials);
     logger.info({ file }, 'first start: created the default organization, app and keys');
   }
+  // A SECRET_KEY rotation under way: what is still sealed with a previous key is sealed again now.
+  if (config.secretKey && config.previousSecretKeys.length > 0) await resealSecrets(tally.context, null);
   return credentials;
 }
 
