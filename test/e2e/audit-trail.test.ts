@@ -242,4 +242,36 @@ describe('the audit trail', () => {
       for (const secret of secrets) expect(out).not.toContain(secret);
     }
   }, 60_000);
+
+  it('tally campaigns create warns on stderr when the app has no push provider, and still creates it', async () => {
+    const token2 = secrets[secrets.length - 1]!;
+    const flags = ['--url', server.url, '--admin-token', token2];
+    const args = [
+      'campaigns',
+      'create',
+      '--name',
+      'N',
+      '--title',
+      'T',
+      '--message',
+      'M',
+      '--schedule-type',
+      'scheduled',
+    ];
+    const when = ['--scheduled-at', '2099-02-01T10:00:00Z', '--json', ...flags];
+    const bare = await run([...args.slice(0, 2), appB, ...args.slice(2), ...when]);
+    expect(bare.code).toBe(0);
+    expect(bare.stderr).toMatch(/^tally: warning: app \S+ has no push provider configured/);
+    const created = JSON.parse(bare.stdout);
+    const listed = ok(
+      await createTallyClient({ baseUrl: server.url, adminToken: token2 }).adminCampaignsList({
+        path: { app_id: appB },
+      }),
+    );
+    expect(listed.items.map((c) => c.id)).toContain(created.campaign_id);
+    // an app with a provider gets no warning
+    const configured = await run([...args.slice(0, 2), appA, ...args.slice(2), ...when]);
+    expect(configured.code).toBe(0);
+    expect(configured.stderr).toBe('');
+  }, 60_000);
 });
