@@ -35,7 +35,7 @@ export function createApp(tally: Tally): Express {
   // request id, logger, the context later layers fill in; the request's log line and HTTP metrics
   app.use(requestContextMiddleware(logger, { label: operationLabeler(doc), metrics: tally.metrics }));
 
-  app.use(opsRouter(database, yaml, doc, metricsHandler(ctx.db, config, rateLimiter, tally.metrics)));
+  app.use(opsRouter(database, yaml, doc, metricsHandler(ctx.db, config, rateLimiter, tally.metrics, ctx.clock)));
   app.use(homeRouter()); // `/` and the guides
   app.use(mcpOriginGuard(config)); // foreign web origins and, on loopback, foreign host names: 403 on /mcp
   app.use(mcpBearerKey); // the MCP key may come as Authorization: Bearer

@@ -4,17 +4,21 @@ import { Command } from 'commander';
 import { registerEngagementCommands } from './cli/engagement.js';
 import { registerMigrateCommand, registerSandboxSqlCommand } from './cli/migrate.js';
 import { registerPrivacyCommands } from './cli/privacy.js';
+import { registerRotationCommands } from './cli/rotation.js';
 import { CliError } from './cli/runtime.js';
 import { registerTenancyCommands } from './cli/tenancy.js';
 
 export function buildProgram(): Command {
   const program = new Command('tally')
-    .description('Operate a Tally server: organizations, apps, keys, push, campaigns, demo data, migrations.')
+    .description(
+      'Operate a Tally server: organizations, apps, keys, push, campaigns, demo data, audit trails, rotations, migrations.',
+    )
     .showHelpAfterError('(add --help for usage)')
     .showSuggestionAfterError();
   registerTenancyCommands(program);
   registerEngagementCommands(program);
   registerPrivacyCommands(program);
+  registerRotationCommands(program);
   registerMigrateCommand(program);
   registerSandboxSqlCommand(program);
   return program;

@@ -169,6 +169,7 @@ const envSchema = z.object({
   DATA_DIR: z.string().default('./.data'),
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
   METRICS_TOKEN: z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional(),
+  ADMIN_TOKEN_PREVIOUS: z.string().min(16, 'ADMIN_TOKEN_PREVIOUS must be at least 16 characters').optional(),
   PUBLIC_BASE_URL: z.string().url().optional(),
   CDN_URL: z.string().url().optional(),
   LLM_BASE_URL: z.string().url().optional(),
@@ -180,6 +181,7 @@ const envSchema = z.object({
   TRUST_PROXY: trustProxySchema,
   PUSH_ENDPOINT_ALLOWLIST: allowlistSchema,
   SECRET_KEY: z.string().min(16, 'SECRET_KEY must be at least 16 characters').optional(),
+  SECRET_KEY_PREVIOUS: z.string().min(16, 'SECRET_KEY_PREVIOUS must be at least 16 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().default('production'),
   ANALYTICS_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
@@ -203,6 +205,8 @@ export interface Config {
   readonly adminToken: string | undefined;
   /** A token that may read GET /metrics (besides the admin token), for a Prometheus server. */
   readonly metricsToken: string | undefined;
+  /** The admin token being replaced (ADMIN_TOKEN_PREVIOUS), accepted beside ADMIN_TOKEN during a rotation. */
+  readonly adminTokenPrevious: string | undefined;
   readonly publicBaseUrl: string | undefined;
   readonly cdnUrl: string | undefined;
   readonly llm: { readonly baseUrl?: string; readonly apiKey?: string; readonly model: string };
@@ -215,7 +219,15 @@ export interface Config {
   readonly trustProxy: TrustProxy;
   /** Web Push endpoints exempt from the https and public-address rules (tests, private deployments). */
   readonly pushEndpointAllowlist: PushEndpointAllowlist;
+  /**
+   * The key that seals secrets at rest: SECRET_KEY, else (embedded database) the key generated into
+   * the data directory at start (`secretKeySource`); undefined until the server has resolved it.
+   */
   readonly secretKey: string | undefined;
+  /** Keys values may still be sealed with (SECRET_KEY_PREVIOUS, a generated key SECRET_KEY replaced). */
+  readonly previousSecretKeys: readonly string[];
+  /** Where `secretKey` came from. */
+  readonly secretKeySource: 'environment' | 'generated' | null;
   readonly logLevel: string;
   /** Statement timeout of POST /v1/analytics/query, in milliseconds (PostgreSQL only). */
   readonly analyticsQueryTimeoutMs: number;
@@ -262,6 +274,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(e.DATA_DIR),
     adminToken: e.ADMIN_TOKEN,
     metricsToken: e.METRICS_TOKEN,
+    adminTokenPrevious: e.ADMIN_TOKEN_PREVIOUS,
     publicBaseUrl: e.PUBLIC_BASE_URL,
     cdnUrl: e.CDN_URL,
     llm: Object.freeze({ baseUrl: e.LLM_BASE_URL, apiKey: e.LLM_API_KEY, model: e.LLM_MODEL }),
@@ -271,6 +284,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     pushEndpointAllowlist: e.PUSH_ENDPOINT_ALLOWLIST,
     secretKey: e.SECRET_KEY,
+    previousSecretKeys: Object.freeze(e.SECRET_KEY_PREVIOUS ? [e.SECRET_KEY_PREVIOUS] : []),
+    secretKeySource: e.SECRET_KEY ? 'environment' : null,
     logLevel: e.LOG_LEVEL,
     analyticsQueryTimeoutMs: e.ANALYTICS_QUERY_TIMEOUT_MS,
     embeddedQueryTimeoutMs: e.EMBEDDED_QUERY_TIMEOUT_MS,

@@ -8,6 +8,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { bootstrapIfEmpty, type Credentials, writeCredentials } from './admin/bootstrap.js';
+import { resealSecrets } from './admin/rotation.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { type Listener, listen } from './http/listener.js';
@@ -91,7 +92,10 @@ async function stop(listener: Listener, tally: Tally, graceMs: number): Promise<
   await tally.close();
 }
 
-/** On an empty database: the default organization, app and keys (written to the data directory if asked). */
+/**
+ * On an empty database: the default organization, app and keys (written to the data directory if
+ * asked). During a SECRET_KEY rotation: the re-seal pass.
+ */
 async function firstStart(tally: Tally, writeFile: boolean): Promise<Credentials | null> {
   const { config, database, logger } = tally;
   const credentials = await bootstrapIfEmpty(database.knex, config.adminToken);
@@ -99,6 +103,8 @@ async function firstStart(tally: Tally, writeFile: boolean): Promise<Credentials
     const file = writeCredentials(config.dataDir, credentials);
     logger.info({ file }, 'first start: created the default organization, app and keys');
   }
+  // A SECRET_KEY rotation under way: what is still sealed with a previous key is sealed again now.
+  if (config.secretKey && config.previousSecretKeys.length > 0) await resealSecrets(tally.context, null);
   return credentials;
 }
 

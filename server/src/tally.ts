@@ -4,6 +4,7 @@
 // executor and its admission, the event writer, the metrics, the language model, the key and lexicon caches,
 // the trigger-campaign cache, the erasure hooks, the rate limiter, the MCP answer relay and the
 // job runner) belongs to one root: two roots, even on one database, share none of it.
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { KeyCache } from './admin/keys.js';
 import type { Config } from './config.js';
@@ -20,6 +21,7 @@ import { McpTalkBack } from './mcp/talk-back.js';
 import { Metrics } from './metrics.js';
 import { ErasureHooks } from './privacy/erasure-hooks.js';
 import { openSandbox, type Sandbox } from './sandbox/open.js';
+import { resolveSecretKey, SECRET_KEY_FILE } from './secrets.js';
 import { type Database, openDatabase, poolUse } from './storage/db.js';
 import { EventWriter } from './storage/event-writer.js';
 
@@ -62,7 +64,14 @@ export async function createTally(config: Config, options: TallyOptions): Promis
   const database =
     options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger }));
   try {
-    return buildTally(config, options, database);
+    const resolved = resolveSecretKey(config, database.kind === 'pglite');
+    if (resolved.created) {
+      logger.info(
+        { file: path.join(config.dataDir, SECRET_KEY_FILE) },
+        'generated a SECRET_KEY for secrets at rest and kept it in the data directory (back it up with the database)',
+      );
+    }
+    return buildTally(resolved.config, options, database);
   } catch (err) {
     if (!options.database) await database.close();
     throw err;

@@ -37,6 +37,16 @@ describe('tally seed-demo', () => {
 describe('tally campaigns', () => {
   it('creates, lists, shows, pauses and resumes campaigns, and sets the campaign protections', async () => {
     const app = await newApp();
+    // with a push provider, so that creating the campaign warns of nothing (json() checks stderr)
+    const provider = await admin.adminPushConfigure({
+      path: { app_id: app.app_id },
+      body: {
+        provider: 'webhook',
+        webhook_url: 'https://hooks.example/tally',
+        webhook_secret: 'whsec-cli-ops-0123456',
+      },
+    });
+    expect(provider.error).toBeUndefined();
     const created = await json(
       'campaigns',
       'create',

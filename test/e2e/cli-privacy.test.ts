@@ -96,14 +96,17 @@ describe('tally users and audit', () => {
     const trail = JSON.parse(audit.stdout);
     expect(trail.items.map((i: { action: string }) => i.action)).toEqual(['user.erase', 'user.export']);
     expect(trail.items[0]).toMatchObject({
-      actor: 'admin',
+      actor: 'env',
       actor_kind: 'admin',
+      actor_name: 'ADMIN_TOKEN',
       user_id: 'cli-alias',
       campaign_id: null,
       counts: { events: 100 },
     });
     const human = await tally('audit', t.app.id);
     expect(human.stdout).toMatch(/^2 audit entries/);
-    expect(human.stdout).toContain('user.erase  "cli-alias"  by admin');
+    const lines = human.stdout.split('\n');
+    expect(lines[1]).toMatch(/^TIME\s+ACTION\s+ACTOR\s+SUBJECT\s+DETAILS$/);
+    expect(lines[2]).toMatch(/user\.erase\s+admin env \(ADMIN_TOKEN\)\s+user "cli-alias"\s+.*events=100/);
   }, 60_000);
 });

@@ -158,7 +158,7 @@ describe('export', () => {
     };
     server.db.knex.on('query', count);
     try {
-      const { chunks } = await exportUser(ctx, a.app.id, 'heavy', 'test');
+      const { chunks } = await exportUser(ctx, a.app.id, 'heavy', { kind: 'admin', id: 'test', label: null });
       const first = await chunks.next();
       expect(first.value).toMatch(/^\{"success":true,"user":/);
       expect(eventPages).toBe(0);
@@ -184,7 +184,7 @@ describe('export', () => {
     expect(data?.events).toHaveLength(EVENTS + 1);
     const audit = await admin.adminPrivacyAudit({ path: { app_id: a.app.id }, query: { limit: 10 } });
     const exports = audit.data!.items.filter((i) => i.action === 'user.export');
-    expect(exports[0]).toMatchObject({ actor: 'admin', user_id: 'heavy', completed: true });
+    expect(exports[0]).toMatchObject({ actor: 'env', actor_kind: 'admin', user_id: 'heavy', completed: true });
     expect(exports[0]!.counts).toEqual({
       users: 1,
       aliases: 1,

@@ -2,7 +2,7 @@
 // refusals and status codes, the tracked click redirect, and generated message text.
 import { createTallyClient } from '@tally/client';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { uuidv7 } from '../../server/src/ids.js';
 import { startFakeOpenAi } from '../helpers/fake-openai.js';
 import { startFakeWebhook, startFakeWonderPush } from '../helpers/fake-push.js';
@@ -117,22 +117,26 @@ describe('AdminPush_configure / AdminPush_get', () => {
     expect(Object.keys(row.settings).sort()).toEqual(['vapid_public_key', 'vapid_subject']);
   });
 
-  it('refuses to store secrets while SECRET_KEY is unset', async () => {
-    const bare = await startTestServer();
-    try {
-      const tenant = await bare.createTenant();
-      const client = createTallyClient({ baseUrl: bare.url, adminToken: bare.config.adminToken });
-      const result = await client.adminPushConfigure({
-        path: { app_id: tenant.app.id },
-        body: { provider: 'wonderpush', access_token: WP_TOKEN },
-      });
-      expect(result.response.status).toBe(400);
-      expect(result.error?.message).toContain('SECRET_KEY');
-      expect(await bare.db.knex('push_providers').where({ app_id: tenant.app.id }).first()).toBeUndefined();
-    } finally {
-      await bare.close();
-    }
-  });
+  // Embedded installations generate a SECRET_KEY (secret-key-file.test.ts); PostgreSQL ones need the operator's.
+  it.runIf(inject('database').kind === 'postgres')(
+    'refuses to store secrets on PostgreSQL while SECRET_KEY is unset',
+    async () => {
+      const bare = await startTestServer();
+      try {
+        const tenant = await bare.createTenant();
+        const client = createTallyClient({ baseUrl: bare.url, adminToken: bare.config.adminToken });
+        const result = await client.adminPushConfigure({
+          path: { app_id: tenant.app.id },
+          body: { provider: 'wonderpush', access_token: WP_TOKEN },
+        });
+        expect(result.response.status).toBe(400);
+        expect(result.error?.message).toContain('SECRET_KEY');
+        expect(await bare.db.knex('push_providers').where({ app_id: tenant.app.id }).first()).toBeUndefined();
+      } finally {
+        await bare.close();
+      }
+    },
+  );
 });
 
 describe('POST /v1/sendpush: refusals', () => {

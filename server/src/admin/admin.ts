@@ -1,8 +1,11 @@
-// Operator actions behind the admin API and the `tally` CLI: organizations, apps, keys, versions.
+// Operator actions behind the admin API and the `tally` CLI: organizations, apps, keys, versions,
+// each recorded in the audit trail with the admin token that asked.
 
 import type { ServiceContext } from '../context.js';
 import { type FieldError, NotFoundError, refuseIfAny } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
+import { type Actor, recordAppAction, recordInstallationAction } from '../storage/audit.js';
+import { inTransaction } from '../storage/handle.js';
 import {
   type AppRow,
   appVersions,
@@ -42,11 +45,22 @@ export async function getOrganization(ctx: ServiceContext, id: string): Promise<
 export async function createOrganization(
   ctx: ServiceContext,
   input: { name: string; description?: string; timezone?: string },
+  actor: Actor,
 ) {
   const errors: FieldError[] = [];
   checkTimezone(input.timezone, errors);
   refuseIfAny(errors, 'settings');
-  return insertOrganization(ctx.db, { id: uuidv7(), ...input });
+  return inTransaction(ctx.db, async (tx) => {
+    const org = await insertOrganization(tx, { id: uuidv7(), ...input });
+    await recordInstallationAction(tx, {
+      action: 'organization.create',
+      actor,
+      at: ctx.clock(),
+      organizationId: org.id,
+      details: { name: org.name, timezone: org.timezone },
+    });
+    return org;
+  });
 }
 
 export const organizations = (ctx: ServiceContext) => listOrganizations(ctx.db);
@@ -55,12 +69,38 @@ export async function changeOrganization(
   ctx: ServiceContext,
   id: string,
   patch: { name?: string; description?: string | null; timezone?: string },
+  actor: Actor,
 ) {
   const errors: FieldError[] = [];
   checkTimezone(patch.timezone, errors);
   refuseIfAny(errors, 'settings');
-  await getOrganization(ctx, id);
-  return (await updateOrganization(ctx.db, id, patch))!;
+  const before = await getOrganization(ctx, id);
+  return inTransaction(ctx.db, async (tx) => {
+    const after = (await updateOrganization(tx, id, patch))!;
+    await recordInstallationAction(tx, {
+      action: 'organization.update',
+      actor,
+      at: ctx.clock(),
+      organizationId: id,
+      details: { changes: changesOf(before, after, Object.keys(patch)) },
+    });
+    return after;
+  });
+}
+
+/** Each named field whose value differs, with its old and new value (settings only: none is secret). */
+function changesOf<T extends object>(
+  before: T,
+  after: T,
+  fields: string[],
+): Record<string, { from: unknown; to: unknown }> {
+  const changes: Record<string, { from: unknown; to: unknown }> = {};
+  for (const field of fields) {
+    const from = (before as Record<string, unknown>)[field] ?? null;
+    const to = (after as Record<string, unknown>)[field] ?? null;
+    if (JSON.stringify(from) !== JSON.stringify(to)) changes[field] = { from, to };
+  }
+  return changes;
 }
 
 export async function getApp(ctx: ServiceContext, id: string): Promise<AppRow> {
@@ -104,12 +144,27 @@ function checkSettings(settings: AppSettings, current: AppRow | undefined, error
   }
 }
 
-export async function createApp(ctx: ServiceContext, input: AppSettings & { organization_id: string; name: string }) {
+export async function createApp(
+  ctx: ServiceContext,
+  input: AppSettings & { organization_id: string; name: string },
+  actor: Actor,
+) {
   const errors: FieldError[] = [];
   checkSettings(input, undefined, errors);
   refuseIfAny(errors, 'settings');
   await getOrganization(ctx, input.organization_id);
-  return insertApp(ctx.db, { id: uuidv7(), ...input });
+  return inTransaction(ctx.db, async (tx) => {
+    const app = await insertApp(tx, { id: uuidv7(), ...input });
+    const { organization_id, name, ...settings } = input;
+    await recordAppAction(tx, {
+      appId: app.id,
+      action: 'app.create',
+      actor,
+      at: ctx.clock(),
+      details: { organization_id, name, settings },
+    });
+    return app;
+  });
 }
 
 export async function apps(ctx: ServiceContext, organizationId?: string) {
@@ -117,25 +172,47 @@ export async function apps(ctx: ServiceContext, organizationId?: string) {
   return listApps(ctx.db, organizationId);
 }
 
-export async function changeApp(ctx: ServiceContext, id: string, patch: AppSettings) {
+export async function changeApp(ctx: ServiceContext, id: string, patch: AppSettings, actor: Actor) {
   const current = await getApp(ctx, id);
   const errors: FieldError[] = [];
   checkSettings(patch, current, errors);
   refuseIfAny(errors, 'settings');
-  return (await updateApp(ctx.db, id, patch))!;
+  return inTransaction(ctx.db, async (tx) => {
+    const after = (await updateApp(tx, id, patch))!;
+    await recordAppAction(tx, {
+      appId: id,
+      action: 'app.update',
+      actor,
+      at: ctx.clock(),
+      details: { changes: changesOf(current, after, Object.keys(patch)) },
+    });
+    return after;
+  });
 }
 
 export async function issueKey(
   ctx: ServiceContext,
   appId: string,
   input: { kind: 'rest' | 'mcp'; permissions?: Permission[]; org_wide?: boolean; name?: string },
+  actor: Actor,
 ) {
   const app = await getApp(ctx, appId);
-  return createKey(ctx.db, app, {
-    kind: input.kind,
-    permissions: input.permissions,
-    orgWide: input.org_wide,
-    name: input.name,
+  return inTransaction(ctx.db, async (tx) => {
+    const created = await createKey(tx, app, {
+      kind: input.kind,
+      permissions: input.permissions,
+      orgWide: input.org_wide,
+      name: input.name,
+    });
+    const { row } = created;
+    await recordAppAction(tx, {
+      appId: app.id,
+      action: 'key.create',
+      actor,
+      at: ctx.clock(),
+      details: { key_id: row.id, kind: row.kind, name: row.name, permissions: row.permissions, org_wide: row.org_wide },
+    });
+    return created;
   });
 }
 
@@ -144,9 +221,19 @@ export async function keysOf(ctx: ServiceContext, appId: string) {
   return listKeys(ctx.db, appId);
 }
 
-export async function revoke(ctx: ServiceContext, keyId: string) {
-  if (!(await getKey(ctx.db, keyId))) throw new NotFoundError(`No key with id ${keyId}.`);
-  return revokeKey(ctx, keyId);
+/** Revokes a key (again: harmless); recorded in the trail of the key's app. */
+export async function revoke(ctx: ServiceContext, keyId: string, actor: Actor) {
+  const key = await getKey(ctx.db, keyId);
+  if (!key) throw new NotFoundError(`No key with id ${keyId}.`);
+  const row = await revokeKey(ctx, keyId);
+  await recordAppAction(ctx.db, {
+    appId: row.app_id,
+    action: 'key.revoke',
+    actor,
+    at: ctx.clock(),
+    details: { key_id: row.id, kind: row.kind, name: row.name, already_revoked: key.revoked_at !== null },
+  });
+  return row;
 }
 
 export type { VersionRow };
@@ -155,14 +242,25 @@ export async function addVersion(
   ctx: ServiceContext,
   appId: string,
   input: { version: string; release_notes?: string; released_at?: string; created_by?: string },
+  actor: Actor,
 ): Promise<VersionRow> {
   await getApp(ctx, appId);
-  return insertAppVersion(ctx.db, appId, {
-    id: uuidv7(),
-    version: input.version,
-    release_notes: input.release_notes ?? null,
-    released_at: input.released_at ? new Date(input.released_at) : ctx.clock(),
-    created_by: input.created_by ?? null,
+  return inTransaction(ctx.db, async (tx) => {
+    const row = await insertAppVersion(tx, appId, {
+      id: uuidv7(),
+      version: input.version,
+      release_notes: input.release_notes ?? null,
+      released_at: input.released_at ? new Date(input.released_at) : ctx.clock(),
+      created_by: input.created_by ?? null,
+    });
+    await recordAppAction(tx, {
+      appId,
+      action: 'version.add',
+      actor,
+      at: ctx.clock(),
+      details: { version_id: row.id, version: row.version },
+    });
+    return row;
   });
 }
 

@@ -25,7 +25,7 @@ export async function bootstrapIfEmpty(db: Db, adminToken: string | undefined): 
     const app = await insertApp(tx, { id: uuidv7(), organization_id: org.id, name: 'Default app' });
     const rest = await createKey(tx, app, { kind: 'rest', name: 'default' });
     const mcp = await createKey(tx, app, { kind: 'mcp', name: 'default', permissions: ['read', 'write'] });
-    const token = adminToken ?? (await issueAdminToken(tx));
+    const token = adminToken ?? (await issueAdminToken(tx, new Date())).token;
     return {
       admin_token: token,
       organization_id: org.id,

@@ -1,18 +1,19 @@
 // API keys: creation (only a hash is stored), authentication of each surface's credential, and
 // the admin token. A key of one surface never authenticates another. Lookups go through the key
 // cache the composition root builds (one per root, on ServiceContext.keys).
+
+import type { Config } from '../config.js';
 import { AuthError, NotFoundError } from '../errors.js';
 import { hashSecret, isUuid, newSecret, uuidv7 } from '../ids.js';
+import { findValidAdminToken, insertAdminToken } from '../storage/admin-tokens.js';
 import type { Db } from '../storage/handle.js';
 import {
   type ApiKeyRow,
   type AppRow,
   findApiKey,
   findApiKeyByHash,
-  getSetting,
   insertApiKey,
   listApiKeys,
-  putSetting,
   revokeApiKey,
 } from '../storage/tenancy.js';
 
@@ -24,6 +25,8 @@ export interface RestPrincipal {
   readonly appId: string;
   readonly organizationId: string;
   readonly orgWide: boolean;
+  /** The key's label (may be empty), recorded in the audit trail. */
+  readonly keyName: string;
 }
 
 export interface McpPrincipal {
@@ -123,7 +126,14 @@ async function authenticate(ctx: KeyContext, secret: string | undefined, kind: '
 
 export async function authenticateRest(ctx: KeyContext, secret: string | undefined): Promise<RestPrincipal> {
   const row = await authenticate(ctx, secret, 'rest');
-  return { kind: 'rest', keyId: row.id, appId: row.app_id, organizationId: row.organization_id, orgWide: row.org_wide };
+  return {
+    kind: 'rest',
+    keyId: row.id,
+    appId: row.app_id,
+    organizationId: row.organization_id,
+    orgWide: row.org_wide,
+    keyName: row.name,
+  };
 }
 
 export async function authenticateMcp(ctx: KeyContext, secret: string | undefined): Promise<McpPrincipal> {
@@ -137,19 +147,45 @@ export async function authenticateMcp(ctx: KeyContext, secret: string | undefine
   };
 }
 
-const ADMIN_TOKEN_SETTING = 'admin_token_hash';
-
-/** Stores a new admin token's hash and returns the token (first start without ADMIN_TOKEN). */
-export async function issueAdminToken(db: Db): Promise<string> {
-  const token = newSecret('admin');
-  await putSetting(db, ADMIN_TOKEN_SETTING, hashSecret(token));
-  return token;
+/** The admin token a request used: a stored token's id and label, or the environment's. */
+export interface AdminIdentity {
+  readonly id: string;
+  readonly label: string;
 }
 
-export async function authenticateAdmin(db: Db, configured: string | undefined, token: string | undefined) {
+/** Stores a new admin token's hash and returns the token with its row (first start without ADMIN_TOKEN, rotations). */
+export async function issueAdminToken(db: Db, now: Date, label = 'first start') {
+  const token = newSecret('admin');
+  const row = await insertAdminToken(db, {
+    id: uuidv7(now.getTime()),
+    token_hash: hashSecret(token),
+    label,
+    created_at: now,
+    expires_at: null,
+  });
+  return { token, row };
+}
+
+/**
+ * Checks the admin token. With ADMIN_TOKEN set, it and ADMIN_TOKEN_PREVIOUS (during a rotation)
+ * are the only tokens; otherwise the stored tokens still valid at `now` are.
+ */
+export async function authenticateAdmin(
+  db: Db,
+  config: Pick<Config, 'adminToken' | 'adminTokenPrevious'>,
+  token: string | undefined,
+  now: Date,
+): Promise<AdminIdentity> {
   if (!token) throw new AuthError('MISSING_AUTH', 'The admin API needs the admin token; none was sent.');
-  const expected = configured ? hashSecret(configured) : await getSetting<string>(db, ADMIN_TOKEN_SETTING);
-  if (!expected || hashSecret(token) !== expected) {
-    throw new AuthError('INVALID_API_KEY', 'The admin token is not valid.');
+  const hash = hashSecret(token);
+  if (config.adminToken) {
+    if (hash === hashSecret(config.adminToken)) return { id: 'env', label: 'ADMIN_TOKEN' };
+    if (config.adminTokenPrevious && hash === hashSecret(config.adminTokenPrevious)) {
+      return { id: 'env-previous', label: 'ADMIN_TOKEN_PREVIOUS' };
+    }
+  } else {
+    const row = await findValidAdminToken(db, hash, now);
+    if (row) return { id: row.id, label: row.label };
   }
+  throw new AuthError('INVALID_API_KEY', 'The admin token is not valid.');
 }

@@ -2,6 +2,8 @@
 // them, and the MCP key's identity (GET /mcp/auth). Each body is built here once and typed with
 // the contract's own type; the handlers add the `success` flag their envelope carries.
 import type {
+  AdminTokenInfo,
+  AdminTokenIssued,
   App,
   AppVersion,
   CreatedKey,
@@ -11,6 +13,7 @@ import type {
   McpAuthInfo,
   Organization,
 } from '@tally/client';
+import type { AdminTokenRow } from '../storage/admin-tokens.js';
 import type { ApiKeyRow, AppRow, OrganizationRow, VersionRow } from '../storage/tenancy.js';
 import type { McpPrincipal } from './keys.js';
 
@@ -78,4 +81,25 @@ export const mcpAuthView = (org: OrganizationRow, principal: McpPrincipal, proto
   organization: { id: org.id, name: org.name, description: org.description, timezone: org.timezone },
   permissions: [...principal.permissions],
   protocol_version: protocolVersion,
+});
+
+export const adminTokenInfoView = (row: AdminTokenRow): AdminTokenInfo => ({
+  token_id: row.id,
+  label: row.label,
+  created_at: row.created_at.toISOString(),
+  expires_at: row.expires_at?.toISOString() ?? null,
+});
+
+/** POST /admin/v1/admin-tokens: the new token, shown once. */
+export const adminTokenIssuedView = (r: {
+  token: string;
+  row: AdminTokenRow;
+  previousEndAt: Date | null;
+  active: AdminTokenRow[];
+}): AdminTokenIssued => ({
+  success: true,
+  token: r.token,
+  ...adminTokenInfoView(r.row),
+  previous_tokens_end_at: r.previousEndAt?.toISOString() ?? null,
+  active: r.active.map(adminTokenInfoView),
 });

@@ -3,6 +3,7 @@
 import type { CampaignCreate, CampaignCreator, PushProviderConfigure } from '@tally/client';
 import { type Command, Option } from 'commander';
 import {
+  type Admin,
   adminClient,
   CliError,
   call,
@@ -171,7 +172,18 @@ function registerCampaignCreate(campaigns: Command): void {
     if (created.trigger) lines.push(`  trigger: ${created.trigger.event_name} (${created.trigger.match_method} match)`);
     lines.push(`  first send: ${created.scheduled_at ?? 'at once'}`);
     print(opts, created, lines);
+    await warnWithoutProvider(admin, appId);
   });
+}
+
+/** The campaign is kept, but nothing will reach anyone until the app has a push provider: say so on stderr. */
+async function warnWithoutProvider(admin: Admin, appId: string): Promise<void> {
+  const { response } = await admin.client.adminPushGet({ path: { app_id: appId } });
+  if (response?.status === 404) {
+    process.stderr.write(
+      `tally: warning: app ${appId} has no push provider configured, so this campaign's sends will fail until one is set (tally push configure ${appId} --provider ...).\n`,
+    );
+  }
 }
 
 /** `tally campaigns list`. */

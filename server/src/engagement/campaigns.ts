@@ -9,7 +9,7 @@ import type { ServiceContext } from '../context.js';
 import { ConflictError, type FieldError, NotFoundError, refuseIfAny } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
 import type { ErasureHooks } from '../privacy/erasure-hooks.js';
-import { insertAuditEntry } from '../storage/audit.js';
+import { type Actor, recordAppAction } from '../storage/audit.js';
 import { inTransaction } from '../storage/handle.js';
 import { type AppRow, findApp, findOrganization } from '../storage/tenancy.js';
 import { mcpCampaignsAllowed, mcpEarliestStart, mcpRecurrenceAllowed } from './campaign-mcp-rules.js';
@@ -81,7 +81,15 @@ export interface CampaignCreator {
   kind: 'admin' | 'mcp';
   key_id: string | null;
   key_name: string | null;
+  /** Who the audit trail names (the admin token used); by default the MCP key, or `admin`. */
+  actor?: Actor;
 }
+
+/** The creator of a campaign made through the admin API with the given admin token. */
+export const adminCreator = (actor: Actor): CampaignCreator => ({ ...ADMIN_CREATOR, actor });
+
+const creatorActor = (c: CampaignCreator): Actor =>
+  c.actor ?? { kind: c.kind, id: c.key_id ?? 'admin', label: c.key_name };
 
 export const ADMIN_CREATOR: CampaignCreator = Object.freeze({ kind: 'admin', key_id: null, key_name: null });
 
@@ -210,18 +218,13 @@ export async function commitCampaign(ctx: ServiceContext, plan: CampaignPlan): P
       created_at: now,
       updated_at: now,
     });
-    await insertAuditEntry(tx, {
-      id: uuidv7(now.getTime()),
-      app_id: app.id,
+    await recordAppAction(tx, {
+      appId: app.id,
       action: 'campaign.create',
-      actor: creator.key_id ?? 'admin',
-      actor_kind: creator.kind,
-      actor_name: creator.key_name,
-      user_ref: null,
-      campaign_id: campaign.id,
-      counts: {},
-      completed: true,
-      created_at: now,
+      actor: creatorActor(creator),
+      at: now,
+      campaignId: campaign.id,
+      details: { name: campaign.name, schedule_type: campaign.schedule_type, audience_id: campaign.audience_id },
     });
     return { campaign, audience };
   });
@@ -277,23 +280,49 @@ export async function campaignById(ctx: ServiceContext, id: string): Promise<{ c
 }
 
 /** Pauses a scheduled or live campaign; 409 for one already sent or paused. */
-export async function pauseCampaign(ctx: ServiceContext, id: string): Promise<CampaignRow> {
+export async function pauseCampaign(ctx: ServiceContext, id: string, actor: Actor): Promise<CampaignRow> {
   const { campaign } = await campaignById(ctx, id);
   if (campaign.status === 'sent') throw new ConflictError('This campaign was already sent; there is nothing to pause.');
   if (campaign.status === 'paused') throw new ConflictError('This campaign is already paused.');
   const now = ctx.clock();
-  const moved = await moveCampaign(ctx.db, campaign.app_id, campaign.id, [campaign.status], {
+  const moved = await moveAndRecord(ctx, 'campaign.pause', actor, campaign, [campaign.status], {
     status: 'paused',
     paused_from: campaign.status,
     updated_at: now,
   });
-  if (!moved) throw new ConflictError('The campaign changed state meanwhile; read it again and retry.');
   if (moved.schedule_type === 'trigger') ctx.triggerCampaigns.forget(moved.app_id);
   return moved;
 }
 
+/** Moves a campaign from one of `from` and records the change in its app's audit trail, together; 409 when it moved meanwhile. */
+async function moveAndRecord(
+  ctx: ServiceContext,
+  action: 'campaign.pause' | 'campaign.resume',
+  actor: Actor,
+  before: CampaignRow,
+  from: CampaignRow['status'][],
+  patch: Partial<CampaignRow>,
+): Promise<CampaignRow> {
+  const moved = await inTransaction(ctx.db, async (tx) => {
+    const after = await moveCampaign(tx, before.app_id, before.id, from, patch);
+    if (after) {
+      await recordAppAction(tx, {
+        appId: after.app_id,
+        action,
+        actor,
+        at: ctx.clock(),
+        campaignId: after.id,
+        details: { from: before.status, to: after.status },
+      });
+    }
+    return after;
+  });
+  if (!moved) throw new ConflictError('The campaign changed state meanwhile; read it again and retry.');
+  return moved;
+}
+
 /** Resumes a paused campaign to the state it was in; 409 when it is not paused. */
-export async function resumeCampaign(ctx: ServiceContext, id: string): Promise<CampaignRow> {
+export async function resumeCampaign(ctx: ServiceContext, id: string, actor: Actor): Promise<CampaignRow> {
   const { campaign, app } = await campaignById(ctx, id);
   if (campaign.status !== 'paused') throw new ConflictError(`This campaign is ${campaign.status}, not paused.`);
   const now = ctx.clock();
@@ -310,8 +339,7 @@ export async function resumeCampaign(ctx: ServiceContext, id: string): Promise<C
     campaign.next_run_at < now
   )
     patch.next_run_at = nextCronRun(campaign.recurrence, now, await appTimeZone(ctx, app));
-  const moved = await moveCampaign(ctx.db, campaign.app_id, campaign.id, ['paused'], patch);
-  if (!moved) throw new ConflictError('The campaign changed state meanwhile; read it again and retry.');
+  const moved = await moveAndRecord(ctx, 'campaign.resume', actor, campaign, ['paused'], patch);
   if (moved.schedule_type === 'trigger') ctx.triggerCampaigns.forget(moved.app_id);
   return moved;
 }

@@ -2,6 +2,7 @@
 import * as admin from '../admin/admin.js';
 import { appVersionView, appView, createdKeyView, keyRevokedView, keyView, organizationView } from '../admin/views.js';
 import type { ServiceContext } from '../context.js';
+import { actorOf } from './context.js';
 import type { Handlers } from './operations.js';
 
 type AdminOperation =
@@ -21,9 +22,9 @@ type AdminOperation =
 
 export function adminHandlers(ctx: ServiceContext): Handlers<AdminOperation> {
   return {
-    AdminOrganizations_create: async ({ body }) => ({
+    AdminOrganizations_create: async ({ body }, request) => ({
       success: true,
-      ...organizationView(await admin.createOrganization(ctx, body)),
+      ...organizationView(await admin.createOrganization(ctx, body, actorOf(request))),
     }),
     AdminOrganizations_list: async () => ({
       success: true,
@@ -33,32 +34,36 @@ export function adminHandlers(ctx: ServiceContext): Handlers<AdminOperation> {
       success: true,
       ...organizationView(await admin.getOrganization(ctx, path.organization_id)),
     }),
-    AdminOrganizations_update: async ({ body, path }) => ({
+    AdminOrganizations_update: async ({ body, path }, request) => ({
       success: true,
-      ...organizationView(await admin.changeOrganization(ctx, path.organization_id, body)),
+      ...organizationView(await admin.changeOrganization(ctx, path.organization_id, body, actorOf(request))),
     }),
 
-    AdminApps_create: async ({ body }) => ({ success: true, ...appView(await admin.createApp(ctx, body)) }),
+    AdminApps_create: async ({ body }, request) => ({
+      success: true,
+      ...appView(await admin.createApp(ctx, body, actorOf(request))),
+    }),
     AdminApps_list: async ({ query }) => ({
       success: true,
       items: (await admin.apps(ctx, query.organization_id)).map(appView),
     }),
     AdminApps_get: async ({ path }) => ({ success: true, ...appView(await admin.getApp(ctx, path.app_id)) }),
-    AdminApps_update: async ({ body, path }) => ({
+    AdminApps_update: async ({ body, path }, request) => ({
       success: true,
-      ...appView(await admin.changeApp(ctx, path.app_id, body)),
+      ...appView(await admin.changeApp(ctx, path.app_id, body, actorOf(request))),
     }),
 
-    AdminKeys_create: async ({ body, path }) => {
-      const { row, secret } = await admin.issueKey(ctx, path.app_id, body);
+    AdminKeys_create: async ({ body, path }, request) => {
+      const { row, secret } = await admin.issueKey(ctx, path.app_id, body, actorOf(request));
       return createdKeyView(row, secret);
     },
     AdminKeys_list: async ({ path }) => ({ success: true, items: (await admin.keysOf(ctx, path.app_id)).map(keyView) }),
-    AdminKeys_revoke: async ({ path }) => keyRevokedView(await admin.revoke(ctx, path.key_id)),
+    AdminKeys_revoke: async ({ path }, request) =>
+      keyRevokedView(await admin.revoke(ctx, path.key_id, actorOf(request))),
 
-    AdminVersions_add: async ({ body, path }) => ({
+    AdminVersions_add: async ({ body, path }, request) => ({
       success: true,
-      ...appVersionView(await admin.addVersion(ctx, path.app_id, body)),
+      ...appVersionView(await admin.addVersion(ctx, path.app_id, body, actorOf(request))),
     }),
     AdminVersions_list: async ({ path }) => ({
       success: true,

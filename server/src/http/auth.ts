@@ -10,6 +10,7 @@ import {
   type Permission,
 } from '../admin/keys.js';
 import type { Config, RateLimitClass } from '../config.js';
+import type { Clock } from '../context.js';
 import { AppError, ForbiddenError, toAppError } from '../errors.js';
 import { contextOf } from './context.js';
 import { operationId } from './operations.js';
@@ -92,7 +93,7 @@ async function limit(limiter: RateLimiter, req: Request, cls: RateLimitClass, ke
 }
 
 /** The validator's handlers of the three schemes: keys through the root's key cache, limits through its limiter. */
-export function securityHandlers(keys: KeyContext, config: Config, limiter: RateLimiter) {
+export function securityHandlers(keys: KeyContext & { clock: Clock }, config: Config, limiter: RateLimiter) {
   return {
     ApiKeyAuth: (req: Request) =>
       guarded(limiter, req, async () => {
@@ -109,8 +110,8 @@ export function securityHandlers(keys: KeyContext, config: Config, limiter: Rate
       }),
     AdminTokenAuth: (req: Request) =>
       guarded(limiter, req, async () => {
-        await authenticateAdmin(keys.db, config.adminToken, bearer(req));
-        contextOf(req).principal = { kind: 'admin' };
+        const token = await authenticateAdmin(keys.db, config, bearer(req), keys.clock());
+        contextOf(req).principal = { kind: 'admin', tokenId: token.id, tokenLabel: token.label };
       }),
   };
 }

@@ -5,6 +5,7 @@ import { getApp } from '../admin/admin.js';
 import type { ServiceContext } from '../context.js';
 import { campaignReport, deliveryStatus } from '../engagement/campaign-reports.js';
 import {
+  adminCreator,
   campaignById,
   campaignsOf,
   countsOf,
@@ -21,7 +22,7 @@ import {
   campaignSummaryView,
   createdCampaignView,
 } from '../engagement/views.js';
-import { mcpPrincipal, requireApp } from './context.js';
+import { actorOf, mcpPrincipal, requireApp } from './context.js';
 import { mcpApp } from './mcp-resources.js';
 import type { Handlers } from './operations.js';
 
@@ -42,9 +43,11 @@ export function campaignHandlers(ctx: ServiceContext): Handlers<CampaignOps> {
     return { success: true as const, ...campaignSummaryView(row, counts.get(row.id)) };
   };
   return {
-    AdminCampaigns_create: async ({ body, path }) => ({
+    AdminCampaigns_create: async ({ body, path }, request) => ({
       success: true,
-      ...createdCampaignView(await createCampaign(ctx, await getApp(ctx, path.app_id), body)),
+      ...createdCampaignView(
+        await createCampaign(ctx, await getApp(ctx, path.app_id), body, adminCreator(actorOf(request))),
+      ),
     }),
     AdminCampaigns_list: async ({ path }) => {
       const { rows, counts } = await campaignsOf(ctx, await getApp(ctx, path.app_id));
@@ -54,8 +57,10 @@ export function campaignHandlers(ctx: ServiceContext): Handlers<CampaignOps> {
       const { campaign, app } = await campaignById(ctx, path.campaign_id);
       return { success: true, ...campaignDetailView(await campaignReport(ctx, app, campaign)) };
     },
-    AdminCampaigns_pause: async ({ path }) => changed(await pauseCampaign(ctx, path.campaign_id)),
-    AdminCampaigns_resume: async ({ path }) => changed(await resumeCampaign(ctx, path.campaign_id)),
+    AdminCampaigns_pause: async ({ path }, request) =>
+      changed(await pauseCampaign(ctx, path.campaign_id, actorOf(request))),
+    AdminCampaigns_resume: async ({ path }, request) =>
+      changed(await resumeCampaign(ctx, path.campaign_id, actorOf(request))),
     Push_campaignStatus: async ({ path }, request) =>
       campaignStatusView(await deliveryStatus(ctx, requireApp(request), path.campaign_id)),
     Mcp_listCampaigns: async ({ query }, request) => {

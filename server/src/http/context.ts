@@ -8,11 +8,14 @@ import type { Logger } from 'pino';
 import type { McpPrincipal, RestPrincipal } from '../admin/keys.js';
 import type { AppError } from '../errors.js';
 import { type Metrics, UNMATCHED } from '../metrics.js';
+import type { Actor } from '../storage/audit.js';
 import type { AppRow } from '../storage/tenancy.js';
 
-/** The holder of the admin token. */
+/** The holder of the admin token: which token (a stored token's id, `env` or `env-previous`) and its label. */
 export interface AdminPrincipal {
   kind: 'admin';
+  tokenId: string;
+  tokenLabel: string;
 }
 
 export type Principal = RestPrincipal | McpPrincipal | AdminPrincipal;
@@ -126,6 +129,14 @@ export function mcpPrincipal(context: RequestContext): McpPrincipal {
   const p = context.principal;
   if (p?.kind !== 'mcp') throw new Error('MCP principal missing: route is not behind McpApiKeyAuth');
   return p;
+}
+
+/** Who is acting, as the audit trail records it. */
+export function actorOf(context: RequestContext): Actor {
+  const p = context.principal;
+  if (p?.kind === 'admin') return { kind: 'admin', id: p.tokenId, label: p.tokenLabel };
+  if (p?.kind === 'rest' || p?.kind === 'mcp') return { kind: p.kind, id: p.keyId, label: p.keyName };
+  throw new Error('No principal: route is not behind a security scheme');
 }
 
 /** The app resolved for this request; an operation that needs one always has one. */

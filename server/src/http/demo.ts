@@ -2,10 +2,12 @@
 import type { ServiceContext } from '../context.js';
 import { seedDemo } from '../tracking/demo.js';
 import { demoSeededView } from '../tracking/views.js';
+import { actorOf } from './context.js';
 import type { Handlers } from './operations.js';
 
 export function demoHandlers(ctx: ServiceContext): Handlers<'AdminDemo_seed'> {
   return {
-    AdminDemo_seed: async ({ body, path }) => demoSeededView(await seedDemo(ctx, path.app_id, body ?? {})),
+    AdminDemo_seed: async ({ body, path }, request) =>
+      demoSeededView(await seedDemo(ctx, path.app_id, body ?? {}, actorOf(request))),
   };
 }

@@ -14,6 +14,7 @@ import { mcpResourceHandlers } from './mcp-resources.js';
 import type { HandlerTable } from './operations.js';
 import { privacyHandlers } from './privacy.js';
 import { pushHandlers } from './push.js';
+import { rotationHandlers } from './rotation.js';
 import { userHandlers } from './users.js';
 import { websiteHandlers } from './website.js';
 
@@ -32,6 +33,7 @@ export function handlers(ctx: ServiceContext): HandlerTable {
     ...mcpResourceHandlers(ctx),
     ...mcpAnalyticsHandlers(ctx),
     ...adminHandlers(ctx),
+    ...rotationHandlers(ctx),
     ...identityHandlers(ctx),
     ...analyticsHandlers(ctx),
     ...demoHandlers(ctx),

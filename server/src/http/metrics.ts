@@ -21,7 +21,7 @@ function isMetricsToken(config: Config, token: string): boolean {
   return config.metricsToken !== undefined && timingSafeEqual(digest(token), digest(config.metricsToken));
 }
 
-async function authenticateScraper(db: Db, config: Config, token: string | undefined): Promise<void> {
+async function authenticateScraper(db: Db, config: Config, token: string | undefined, now: Date): Promise<void> {
   if (!token) {
     throw new AuthError(
       'MISSING_AUTH',
@@ -30,7 +30,7 @@ async function authenticateScraper(db: Db, config: Config, token: string | undef
   }
   if (isMetricsToken(config, token)) return;
   try {
-    await authenticateAdmin(db, config.adminToken, token);
+    await authenticateAdmin(db, config, token, now);
   } catch (err) {
     if (err instanceof AppError && err.code === 'INVALID_API_KEY') {
       throw new AuthError('INVALID_API_KEY', 'The token is neither METRICS_TOKEN nor the admin token.');
@@ -39,10 +39,10 @@ async function authenticateScraper(db: Db, config: Config, token: string | undef
   }
 }
 
-export function metricsHandler(db: Db, config: Config, limiter: RateLimiter, metrics: Metrics) {
+export function metricsHandler(db: Db, config: Config, limiter: RateLimiter, metrics: Metrics, clock: () => Date) {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
-      await checkCredential(limiter, req, () => authenticateScraper(db, config, bearer(req)));
+      await checkCredential(limiter, req, () => authenticateScraper(db, config, bearer(req), clock()));
       const { contentType, body } = await metrics.render();
       res.setHeader('Cache-Control', 'no-store');
       res.type(contentType).send(body);

@@ -7,6 +7,7 @@ export type OperationId =
   | 'AdminApps_get'
   | 'AdminApps_list'
   | 'AdminApps_update'
+  | 'AdminAudit_list'
   | 'AdminCampaigns_create'
   | 'AdminCampaigns_get'
   | 'AdminCampaigns_list'
@@ -28,6 +29,9 @@ export type OperationId =
   | 'AdminPrivacy_exportUser'
   | 'AdminPush_configure'
   | 'AdminPush_get'
+  | 'AdminSecretKey_reseal'
+  | 'AdminTokens_retirePrevious'
+  | 'AdminTokens_rotate'
   | 'AdminVersions_add'
   | 'AdminVersions_list'
   | 'Analytics_metrics'
@@ -90,6 +94,12 @@ export interface Operations {
     path: '/admin/v1/apps/{app_id}';
     data: Contract.AdminAppsUpdateData;
     responses: Contract.AdminAppsUpdateResponses;
+  };
+  AdminAudit_list: {
+    method: 'get';
+    path: '/admin/v1/audit';
+    data: Contract.AdminAuditListData;
+    responses: Contract.AdminAuditListResponses;
   };
   AdminCampaigns_create: {
     method: 'post';
@@ -216,6 +226,24 @@ export interface Operations {
     path: '/admin/v1/apps/{app_id}/push-provider';
     data: Contract.AdminPushGetData;
     responses: Contract.AdminPushGetResponses;
+  };
+  AdminSecretKey_reseal: {
+    method: 'post';
+    path: '/admin/v1/secret-key/reseal';
+    data: Contract.AdminSecretKeyResealData;
+    responses: Contract.AdminSecretKeyResealResponses;
+  };
+  AdminTokens_retirePrevious: {
+    method: 'post';
+    path: '/admin/v1/admin-tokens/retire-previous';
+    data: Contract.AdminTokensRetirePreviousData;
+    responses: Contract.AdminTokensRetirePreviousResponses;
+  };
+  AdminTokens_rotate: {
+    method: 'post';
+    path: '/admin/v1/admin-tokens';
+    data: Contract.AdminTokensRotateData;
+    responses: Contract.AdminTokensRotateResponses;
   };
   AdminVersions_add: {
     method: 'post';

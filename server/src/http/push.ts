@@ -3,7 +3,7 @@
 import type { ServiceContext } from '../context.js';
 import { configureProvider, getProvider, recordClick, sendPush } from '../engagement/push/send.js';
 import { pushProviderView, pushSentView } from '../engagement/views.js';
-import { requireApp } from './context.js';
+import { actorOf, requireApp } from './context.js';
 import { type Handlers, reply } from './operations.js';
 
 export function pushHandlers(
@@ -17,7 +17,8 @@ export function pushHandlers(
     },
     Push_click: async ({ path }) =>
       reply.redirect(302, await recordClick(ctx, path.deliveryId), { 'Cache-Control': 'no-store' }),
-    AdminPush_configure: async ({ body, path }) => pushProviderView(await configureProvider(ctx, path.app_id, body)),
+    AdminPush_configure: async ({ body, path }, request) =>
+      pushProviderView(await configureProvider(ctx, path.app_id, body, actorOf(request))),
     AdminPush_get: async ({ path }) => pushProviderView(await getProvider(ctx, path.app_id)),
   };
 }

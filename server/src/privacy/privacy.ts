@@ -5,8 +5,15 @@ import type { UserErased } from '@tally/client';
 import { recountAudiences } from '../audiences/audiences.js';
 import type { ServiceContext } from '../context.js';
 import { NotFoundError } from '../errors.js';
-import { uuidv7 } from '../ids.js';
-import { countAuditEntries, insertAuditEntry, listAuditEntries } from '../storage/audit.js';
+import {
+  type Actor,
+  type AuditFilter,
+  countAuditEntries,
+  countInstallationAuditEntries,
+  listAuditEntries,
+  listInstallationAuditEntries,
+  recordAppAction,
+} from '../storage/audit.js';
 import { inTransaction } from '../storage/handle.js';
 import { findUserByIdentifier, listAliases, type UserRow } from '../storage/users.js';
 import {
@@ -21,8 +28,7 @@ import {
 import { type ExportCursor, type ExportTable, userRecordsPage } from './queries/user-export.js';
 import { EXPORT_VIEWS, type ExportSection, exportedAliasView, exportedUserView } from './views.js';
 
-/** Who asked: a REST key's id, or `admin` (the admin API and the CLI). */
-export type Actor = string;
+export type { Actor };
 
 export type ErasedCounts = UserErased['erased'];
 
@@ -65,19 +71,17 @@ export async function eraseUser(
     erased.users = await deleteUserRow(tx, appId, user.id);
     await refreshEventDefinitions(tx, appId, names);
     await markAudienceCountsStale(tx, appId);
-    await insertAuditEntry(tx, {
-      id: uuidv7(ctx.clock().getTime()),
-      app_id: appId,
+    await recordAppAction(tx, {
+      appId,
       action: 'user.erase',
       actor,
-      user_ref: identifier,
+      at: ctx.clock(),
+      userRef: identifier,
       counts: { ...erased },
-      completed: true,
-      created_at: ctx.clock(),
     });
     return erased;
   });
-  ctx.logger.info({ app_id: appId, actor, erased: counts }, 'user erased');
+  ctx.logger.info({ app_id: appId, actor: actor.id, erased: counts }, 'user erased');
   await recountAudiences(ctx, appId);
   return counts;
 }
@@ -146,24 +150,32 @@ async function* exportChunks(
     yield '}';
     completed = true;
   } finally {
-    await insertAuditEntry(ctx.db, {
-      id: uuidv7(ctx.clock().getTime()),
-      app_id: appId,
+    await recordAppAction(ctx.db, {
+      appId,
       action: 'user.export',
       actor,
-      user_ref: identifier,
+      at: ctx.clock(),
+      userRef: identifier,
       counts,
       completed,
-      created_at: ctx.clock(),
     }).catch((err) => ctx.logger.error({ err, app_id: appId }, 'could not record an export in the audit trail'));
   }
 }
 
-/** A page of the app's audit trail, newest first. */
-export async function auditTrail(ctx: ServiceContext, appId: string, limit: number, offset: number) {
+/** A page of the app's audit trail, newest first, optionally of one action. */
+export async function auditTrail(ctx: ServiceContext, appId: string, filter: AuditFilter) {
   const [rows, total] = await Promise.all([
-    listAuditEntries(ctx.db, appId, limit, offset),
-    countAuditEntries(ctx.db, appId),
+    listAuditEntries(ctx.db, appId, filter),
+    countAuditEntries(ctx.db, appId, filter.action),
+  ]);
+  return { rows, total };
+}
+
+/** A page of the installation's audit trail (actions that belong to no single app), newest first. */
+export async function installationAuditTrail(ctx: ServiceContext, filter: AuditFilter) {
+  const [rows, total] = await Promise.all([
+    listInstallationAuditEntries(ctx.db, filter),
+    countInstallationAuditEntries(ctx.db, filter.action),
   ]);
   return { rows, total };
 }

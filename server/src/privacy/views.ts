@@ -1,8 +1,15 @@
 // What callers see of data-protection requests, each body built once here and typed with the
 // contract: an erasure's counts, a page of the audit trail, and the pieces of a user's export (the
 // profile, aliases and each section's records; privacy.ts streams them in order).
-import type { AuditEntry, AuditList, UserErased, UserExport } from '@tally/client';
-import type { AuditRow } from '../storage/audit.js';
+import type {
+  AuditEntry,
+  AuditList,
+  InstallationAuditEntry,
+  InstallationAuditList,
+  UserErased,
+  UserExport,
+} from '@tally/client';
+import type { AuditRow, InstallationAuditRow } from '../storage/audit.js';
 import type { AliasRow, UserRow } from '../storage/users.js';
 
 export const erasedView = (erased: UserErased['erased']): UserErased => ({ success: true, erased });
@@ -18,6 +25,7 @@ export const auditEntryView = (row: AuditRow): AuditEntry => ({
   campaign_id: row.campaign_id,
   counts: row.counts,
   completed: row.completed,
+  details: row.details ?? {},
   created_at: row.created_at.toISOString(),
 });
 
@@ -25,6 +33,31 @@ export const auditEntryView = (row: AuditRow): AuditEntry => ({
 export const auditListView = (page: { rows: AuditRow[]; total: number }, limit: number, offset: number): AuditList => ({
   success: true,
   items: page.rows.map(auditEntryView),
+  total: page.total,
+  limit,
+  offset,
+  has_more: offset + page.rows.length < page.total,
+});
+
+export const installationAuditEntryView = (row: InstallationAuditRow): InstallationAuditEntry => ({
+  id: row.id,
+  action: row.action,
+  actor: row.actor,
+  actor_kind: row.actor_kind,
+  actor_name: row.actor_name,
+  organization_id: row.organization_id,
+  details: row.details ?? {},
+  created_at: row.created_at.toISOString(),
+});
+
+/** GET /admin/v1/audit: one page, newest first. */
+export const installationAuditListView = (
+  page: { rows: InstallationAuditRow[]; total: number },
+  limit: number,
+  offset: number,
+): InstallationAuditList => ({
+  success: true,
+  items: page.rows.map(installationAuditEntryView),
   total: page.total,
   limit,
   offset,

@@ -126,13 +126,13 @@ export const revokeApiKey = (db: Knex, id: string) =>
     .returning<ApiKeyRow[]>('*')
     .then((r) => r[0]);
 
-/** Not per-app: settings of the whole server (the admin token's hash). */
+/** Not per-app: settings of the whole server. */
 export async function getSetting<T>(db: Knex, key: string): Promise<T | undefined> {
   const row = await db('server_settings').where({ key }).first();
   return row?.value as T | undefined;
 }
 
-/** Not per-app: settings of the whole server (the admin token's hash). */
+/** Not per-app: settings of the whole server. */
 export async function putSetting(db: Knex, key: string, value: unknown): Promise<void> {
   await db('server_settings')
     .insert({ key, value: JSON.stringify(value) })

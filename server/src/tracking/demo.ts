@@ -11,6 +11,7 @@ import { timeZoneOf } from '../admin/organizations.js';
 import type { ServiceContext } from '../context.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { isUuid } from '../ids.js';
+import { type Actor, recordAppAction } from '../storage/audit.js';
 import { findApp } from '../storage/tenancy.js';
 import { setProfiles } from '../storage/users.js';
 import { addDays, EARLIEST_DATE, isCalendarDate, LATEST_DATE, localDate, zonedToInstant } from '../time.js';
@@ -142,7 +143,8 @@ export function* demoDays(options: Required<DemoSeedRequest>, timeZone: string) 
   }
 }
 
-export async function seedDemo(ctx: ServiceContext, appId: string, input: DemoSeedRequest = {}) {
+/** Seeds demo data; with an `actor` (the admin API), the run is recorded in the app's audit trail. */
+export async function seedDemo(ctx: ServiceContext, appId: string, input: DemoSeedRequest = {}, actor?: Actor) {
   const app = isUuid(appId) ? await findApp(ctx.db, appId) : undefined;
   if (!app) throw new NotFoundError(`No app ${appId}.`);
   const timeZone = await timeZoneOf(ctx, app.organization_id);
@@ -205,6 +207,15 @@ export async function seedDemo(ctx: ServiceContext, appId: string, input: DemoSe
         properties: { country: u.country, plan: u.plan },
       })),
     );
+  }
+  if (actor) {
+    await recordAppAction(ctx.db, {
+      appId,
+      action: 'demo.seed',
+      actor,
+      at: ctx.clock(),
+      details: { ...options, users_created: users.length, events_created: stored },
+    });
   }
   return { users: users.length, events: stored };
 }

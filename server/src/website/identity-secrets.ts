@@ -8,7 +8,8 @@ import { getApp } from '../admin/admin.js';
 import type { ServiceContext } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { isUuid, uuidv7 } from '../ids.js';
-import { open, SecretsUnreadableError, seal } from '../secrets.js';
+import { openWithRing, seal } from '../secrets.js';
+import { type Actor, recordAppAction } from '../storage/audit.js';
 import { inTransaction } from '../storage/handle.js';
 import { IdentityNotVerifiedError } from '../tracking/browser-writes.js';
 import {
@@ -41,12 +42,12 @@ export async function listIdentitySecrets(ctx: ServiceContext, appId: string): P
 }
 
 /** Generates a secret and returns it (the only time it is shown). 409 with two already active. */
-export async function generateIdentitySecret(ctx: ServiceContext, appId: string) {
+export async function generateIdentitySecret(ctx: ServiceContext, appId: string, actor: Actor) {
   const app = await getApp(ctx, appId);
   const secretKey = ctx.config.secretKey;
   if (!secretKey) {
     throw new ValidationError(
-      "Identity secrets are encrypted with the server's SECRET_KEY, which is not set. Set SECRET_KEY (at least 16 characters, kept stable) in the server's environment, restart it, and generate the secret again.",
+      "Identity secrets are encrypted with the server's SECRET_KEY, which is not set. With PostgreSQL, Tally does not generate one: set SECRET_KEY (at least 16 characters, the same on every instance, kept stable) in the server's environment, restart it, and generate the secret again.",
     );
   }
   const secret = `tis_${randomBytes(32).toString('base64url')}`;
@@ -58,20 +59,42 @@ export async function generateIdentitySecret(ctx: ServiceContext, appId: string)
         `This app already has ${MAX_IDENTITY_SECRETS} identity secrets. Once your site signs user ids with the newer one, remove the older one (tally apps update ${app.id} --identity-secret remove-old) and generate again.`,
       );
     }
-    return insertIdentitySecret(tx, app.id, {
+    const inserted = await insertIdentitySecret(tx, app.id, {
       id: uuidv7(now.getTime()),
       secret: seal(secretKey, app.id, { secret }, PURPOSE),
       created_at: now,
     });
+    await recordAppAction(tx, {
+      appId: app.id,
+      action: 'identity_secret.generate',
+      actor,
+      at: now,
+      details: { secret_id: inserted.id },
+    });
+    return inserted;
   });
   ctx.logger.info({ app_id: app.id, secret_id: row.id }, 'identity secret generated');
   return { secret, info: info(row), active: await listIdentitySecrets(ctx, app.id) };
 }
 
 /** Removes one secret at once; hashes made with it are refused from then on. */
-export async function removeIdentitySecret(ctx: ServiceContext, appId: string, secretId: string) {
+export async function removeIdentitySecret(ctx: ServiceContext, appId: string, secretId: string, actor: Actor) {
   const app = await getApp(ctx, appId);
-  const removed = isUuid(secretId) ? await deleteIdentitySecret(ctx.db, app.id, secretId) : 0;
+  const removed = isUuid(secretId)
+    ? await inTransaction(ctx.db, async (tx) => {
+        const n = await deleteIdentitySecret(tx, app.id, secretId);
+        if (n > 0) {
+          await recordAppAction(tx, {
+            appId: app.id,
+            action: 'identity_secret.remove',
+            actor,
+            at: ctx.clock(),
+            details: { secret_id: secretId },
+          });
+        }
+        return n;
+      })
+    : 0;
   if (removed === 0) throw new NotFoundError(`The app ${app.id} has no identity secret with id ${secretId}.`);
   ctx.logger.info({ app_id: app.id, secret_id: secretId }, 'identity secret removed');
   return { id: secretId, active: await listIdentitySecrets(ctx, app.id) };
@@ -93,8 +116,7 @@ export async function verifyUserHash(
   for (const row of rows) {
     let secret: string | undefined;
     try {
-      if (!ctx.config.secretKey) throw new SecretsUnreadableError('SECRET_KEY is not set');
-      secret = open(ctx.config.secretKey, appId, row.secret, PURPOSE).secret;
+      secret = openWithRing(ctx.config, appId, row.secret, PURPOSE).value.secret;
     } catch (err) {
       ctx.logger.error(
         { app_id: appId, secret_id: row.id, err: (err as Error).message },

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AdminAppsCreateData, AdminAppsCreateErrors, AdminAppsCreateResponses, AdminAppsGetData, AdminAppsGetErrors, AdminAppsGetResponses, AdminAppsListData, AdminAppsListErrors, AdminAppsListResponses, AdminAppsUpdateData, AdminAppsUpdateErrors, AdminAppsUpdateResponses, AdminCampaignsCreateData, AdminCampaignsCreateErrors, AdminCampaignsCreateResponses, AdminCampaignsGetData, AdminCampaignsGetErrors, AdminCampaignsGetResponses, AdminCampaignsListData, AdminCampaignsListErrors, AdminCampaignsListResponses, AdminCampaignsPauseData, AdminCampaignsPauseErrors, AdminCampaignsPauseResponses, AdminCampaignsResumeData, AdminCampaignsResumeErrors, AdminCampaignsResumeResponses, AdminDemoSeedData, AdminDemoSeedErrors, AdminDemoSeedResponses, AdminIdentitySecretsGenerateData, AdminIdentitySecretsGenerateErrors, AdminIdentitySecretsGenerateResponses, AdminIdentitySecretsListData, AdminIdentitySecretsListErrors, AdminIdentitySecretsListResponses, AdminIdentitySecretsRemoveData, AdminIdentitySecretsRemoveErrors, AdminIdentitySecretsRemoveResponses, AdminKeysCreateData, AdminKeysCreateErrors, AdminKeysCreateResponses, AdminKeysListData, AdminKeysListErrors, AdminKeysListResponses, AdminKeysRevokeData, AdminKeysRevokeErrors, AdminKeysRevokeResponses, AdminOrganizationsCreateData, AdminOrganizationsCreateErrors, AdminOrganizationsCreateResponses, AdminOrganizationsGetData, AdminOrganizationsGetErrors, AdminOrganizationsGetResponses, AdminOrganizationsListData, AdminOrganizationsListErrors, AdminOrganizationsListResponses, AdminOrganizationsUpdateData, AdminOrganizationsUpdateErrors, AdminOrganizationsUpdateResponses, AdminPrivacyAuditData, AdminPrivacyAuditErrors, AdminPrivacyAuditResponses, AdminPrivacyEraseUserData, AdminPrivacyEraseUserErrors, AdminPrivacyEraseUserResponses, AdminPrivacyExportUserData, AdminPrivacyExportUserErrors, AdminPrivacyExportUserResponses, AdminPushConfigureData, AdminPushConfigureErrors, AdminPushConfigureResponses, AdminPushGetData, AdminPushGetErrors, AdminPushGetResponses, AdminVersionsAddData, AdminVersionsAddErrors, AdminVersionsAddResponses, AdminVersionsListData, AdminVersionsListErrors, AdminVersionsListResponses, AnalyticsMetricsData, AnalyticsMetricsErrors, AnalyticsMetricsResponses, AnalyticsQueryData, AnalyticsQueryErrors, AnalyticsQueryResponses, AudiencesCreateData, AudiencesCreateErrors, AudiencesCreateResponses, AudiencesListData, AudiencesListErrors, AudiencesListResponses, EventsTrackBatchData, EventsTrackBatchErrors, EventsTrackBatchResponses, EventsTrackData, EventsTrackErrors, EventsTrackResponses, McpAppVersionsData, McpAppVersionsErrors, McpAppVersionsResponses, McpAuthData, McpAuthErrors, McpAuthResponses, McpDocsData, McpDocsErrors, McpDocsResponses, McpEngagementData, McpEngagementErrors, McpEngagementResponses, McpEventAnalyticsData, McpEventAnalyticsErrors, McpEventAnalyticsResponses, McpEventsData, McpEventsErrors, McpEventsResponses, McpFunnelsData, McpFunnelsErrors, McpFunnelsResponses, McpGetAppData, McpGetAppErrors, McpGetAppResponses, McpGetAudienceData, McpGetAudienceErrors, McpGetAudienceResponses, McpGetCampaignData, McpGetCampaignErrors, McpGetCampaignResponses, McpGetUserData, McpGetUserErrors, McpGetUserResponses, McpInfoData, McpInfoErrors, McpInfoResponses, McpListAudiencesData, McpListAudiencesErrors, McpListAudiencesResponses, McpListCampaignsData, McpListCampaignsErrors, McpListCampaignsResponses, McpResourcesData, McpResourcesErrors, McpResourcesResponses, PushCampaignStatusData, PushCampaignStatusErrors, PushCampaignStatusResponses, PushClickData, PushClickErrors, PushSendData, PushSendErrors, PushSendResponses, UsersCreateAliasData, UsersCreateAliasErrors, UsersCreateAliasResponses, UsersEraseData, UsersEraseErrors, UsersEraseResponses, UsersExportData, UsersExportErrors, UsersExportResponses, UsersReplaceIdData, UsersReplaceIdErrors, UsersReplaceIdResponses, UsersUpsertData, UsersUpsertErrors, UsersUpsertResponses, WebsiteConfigData, WebsiteConfigErrors, WebsiteConfigResponses, WebsiteIdentifyData, WebsiteIdentifyErrors, WebsiteIdentifyResponses, WebsiteLogVisitData, WebsiteLogVisitErrors, WebsiteLogVisitResponses, WebsiteSubscribePushData, WebsiteSubscribePushErrors, WebsiteSubscribePushResponses, WebsiteTrackEventData, WebsiteTrackEventErrors, WebsiteTrackEventResponses, WebsiteUpsertUserData, WebsiteUpsertUserErrors, WebsiteUpsertUserResponses } from './types.gen.js';
+import type { AdminAppsCreateData, AdminAppsCreateErrors, AdminAppsCreateResponses, AdminAppsGetData, AdminAppsGetErrors, AdminAppsGetResponses, AdminAppsListData, AdminAppsListErrors, AdminAppsListResponses, AdminAppsUpdateData, AdminAppsUpdateErrors, AdminAppsUpdateResponses, AdminAuditListData, AdminAuditListErrors, AdminAuditListResponses, AdminCampaignsCreateData, AdminCampaignsCreateErrors, AdminCampaignsCreateResponses, AdminCampaignsGetData, AdminCampaignsGetErrors, AdminCampaignsGetResponses, AdminCampaignsListData, AdminCampaignsListErrors, AdminCampaignsListResponses, AdminCampaignsPauseData, AdminCampaignsPauseErrors, AdminCampaignsPauseResponses, AdminCampaignsResumeData, AdminCampaignsResumeErrors, AdminCampaignsResumeResponses, AdminDemoSeedData, AdminDemoSeedErrors, AdminDemoSeedResponses, AdminIdentitySecretsGenerateData, AdminIdentitySecretsGenerateErrors, AdminIdentitySecretsGenerateResponses, AdminIdentitySecretsListData, AdminIdentitySecretsListErrors, AdminIdentitySecretsListResponses, AdminIdentitySecretsRemoveData, AdminIdentitySecretsRemoveErrors, AdminIdentitySecretsRemoveResponses, AdminKeysCreateData, AdminKeysCreateErrors, AdminKeysCreateResponses, AdminKeysListData, AdminKeysListErrors, AdminKeysListResponses, AdminKeysRevokeData, AdminKeysRevokeErrors, AdminKeysRevokeResponses, AdminOrganizationsCreateData, AdminOrganizationsCreateErrors, AdminOrganizationsCreateResponses, AdminOrganizationsGetData, AdminOrganizationsGetErrors, AdminOrganizationsGetResponses, AdminOrganizationsListData, AdminOrganizationsListErrors, AdminOrganizationsListResponses, AdminOrganizationsUpdateData, AdminOrganizationsUpdateErrors, AdminOrganizationsUpdateResponses, AdminPrivacyAuditData, AdminPrivacyAuditErrors, AdminPrivacyAuditResponses, AdminPrivacyEraseUserData, AdminPrivacyEraseUserErrors, AdminPrivacyEraseUserResponses, AdminPrivacyExportUserData, AdminPrivacyExportUserErrors, AdminPrivacyExportUserResponses, AdminPushConfigureData, AdminPushConfigureErrors, AdminPushConfigureResponses, AdminPushGetData, AdminPushGetErrors, AdminPushGetResponses, AdminSecretKeyResealData, AdminSecretKeyResealErrors, AdminSecretKeyResealResponses, AdminTokensRetirePreviousData, AdminTokensRetirePreviousErrors, AdminTokensRetirePreviousResponses, AdminTokensRotateData, AdminTokensRotateErrors, AdminTokensRotateResponses, AdminVersionsAddData, AdminVersionsAddErrors, AdminVersionsAddResponses, AdminVersionsListData, AdminVersionsListErrors, AdminVersionsListResponses, AnalyticsMetricsData, AnalyticsMetricsErrors, AnalyticsMetricsResponses, AnalyticsQueryData, AnalyticsQueryErrors, AnalyticsQueryResponses, AudiencesCreateData, AudiencesCreateErrors, AudiencesCreateResponses, AudiencesListData, AudiencesListErrors, AudiencesListResponses, EventsTrackBatchData, EventsTrackBatchErrors, EventsTrackBatchResponses, EventsTrackData, EventsTrackErrors, EventsTrackResponses, McpAppVersionsData, McpAppVersionsErrors, McpAppVersionsResponses, McpAuthData, McpAuthErrors, McpAuthResponses, McpDocsData, McpDocsErrors, McpDocsResponses, McpEngagementData, McpEngagementErrors, McpEngagementResponses, McpEventAnalyticsData, McpEventAnalyticsErrors, McpEventAnalyticsResponses, McpEventsData, McpEventsErrors, McpEventsResponses, McpFunnelsData, McpFunnelsErrors, McpFunnelsResponses, McpGetAppData, McpGetAppErrors, McpGetAppResponses, McpGetAudienceData, McpGetAudienceErrors, McpGetAudienceResponses, McpGetCampaignData, McpGetCampaignErrors, McpGetCampaignResponses, McpGetUserData, McpGetUserErrors, McpGetUserResponses, McpInfoData, McpInfoErrors, McpInfoResponses, McpListAudiencesData, McpListAudiencesErrors, McpListAudiencesResponses, McpListCampaignsData, McpListCampaignsErrors, McpListCampaignsResponses, McpResourcesData, McpResourcesErrors, McpResourcesResponses, PushCampaignStatusData, PushCampaignStatusErrors, PushCampaignStatusResponses, PushClickData, PushClickErrors, PushSendData, PushSendErrors, PushSendResponses, UsersCreateAliasData, UsersCreateAliasErrors, UsersCreateAliasResponses, UsersEraseData, UsersEraseErrors, UsersEraseResponses, UsersExportData, UsersExportErrors, UsersExportResponses, UsersReplaceIdData, UsersReplaceIdErrors, UsersReplaceIdResponses, UsersUpsertData, UsersUpsertErrors, UsersUpsertResponses, WebsiteConfigData, WebsiteConfigErrors, WebsiteConfigResponses, WebsiteIdentifyData, WebsiteIdentifyErrors, WebsiteIdentifyResponses, WebsiteLogVisitData, WebsiteLogVisitErrors, WebsiteLogVisitResponses, WebsiteSubscribePushData, WebsiteSubscribePushErrors, WebsiteSubscribePushResponses, WebsiteTrackEventData, WebsiteTrackEventErrors, WebsiteTrackEventResponses, WebsiteUpsertUserData, WebsiteUpsertUserErrors, WebsiteUpsertUserResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -55,6 +55,42 @@ export class TallySdk extends HeyApiClient {
     }) {
         super(args);
         TallySdk.__registry.set(this, args?.key);
+    }
+    
+    /**
+     * Rotate the admin token
+     *
+     * Issues a new admin token and returns it, once (only its hash is kept). Every other admin token
+     * stays valid for `overlap_seconds` (default one day), so clients can switch over; end them
+     * sooner with `AdminTokens_retirePrevious`. 409 when the server's admin token comes from the
+     * `ADMIN_TOKEN` variable: rotate that one by setting `ADMIN_TOKEN` to the new token and
+     * `ADMIN_TOKEN_PREVIOUS` to the old one (docs/rotation.md).
+     */
+    public adminTokensRotate<ThrowOnError extends boolean = false>(options?: Options<AdminTokensRotateData, ThrowOnError>) {
+        return (options?.client ?? this.client).post<AdminTokensRotateResponses, AdminTokensRotateErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/admin/v1/admin-tokens',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options?.headers
+            }
+        });
+    }
+    
+    /**
+     * Retire the previous admin tokens
+     *
+     * Ends every admin token but the newest at once: requests with them are refused from then on.
+     * 409 when the admin token comes from the `ADMIN_TOKEN` variable (remove `ADMIN_TOKEN_PREVIOUS`
+     * and restart instead).
+     */
+    public adminTokensRetirePrevious<ThrowOnError extends boolean = false>(options?: Options<AdminTokensRetirePreviousData, ThrowOnError>) {
+        return (options?.client ?? this.client).post<AdminTokensRetirePreviousResponses, AdminTokensRetirePreviousErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/admin/v1/admin-tokens/retire-previous',
+            ...options
+        });
     }
     
     /**
@@ -119,9 +155,11 @@ export class TallySdk extends HeyApiClient {
     }
     
     /**
-     * Read the audit trail
+     * Read an app's audit trail
      *
-     * The app's audit trail (erasures and exports), newest first. 404 when the app does not exist.
+     * The app's audit trail, newest first: every admin action on the app (settings, keys, push
+     * provider, identity secrets, campaigns, versions, demo data), erasures and exports, and the
+     * campaigns MCP keys created. Only entries of this app are listed. 404 when the app does not exist.
      */
     public adminPrivacyAudit<ThrowOnError extends boolean = false>(options: Options<AdminPrivacyAuditData, ThrowOnError>) {
         return (options.client ?? this.client).get<AdminPrivacyAuditResponses, AdminPrivacyAuditErrors, ThrowOnError>({
@@ -350,6 +388,21 @@ export class TallySdk extends HeyApiClient {
     }
     
     /**
+     * Read the installation's audit trail
+     *
+     * The installation's audit trail, newest first: actions that belong to no single app
+     * (organizations, admin token rotations, `SECRET_KEY` re-seals). Each app's own trail is at
+     * `/admin/v1/apps/{app_id}/audit`.
+     */
+    public adminAuditList<ThrowOnError extends boolean = false>(options?: Options<AdminAuditListData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<AdminAuditListResponses, AdminAuditListErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/admin/v1/audit',
+            ...options
+        });
+    }
+    
+    /**
      * Get a campaign
      *
      * Returns a campaign with its counters, rates and performance.
@@ -458,6 +511,23 @@ export class TallySdk extends HeyApiClient {
                 'Content-Type': 'application/json',
                 ...options.headers
             }
+        });
+    }
+    
+    /**
+     * Seal stored secrets with the current SECRET_KEY
+     *
+     * Seals every stored secret (push provider credentials, webhook secrets, VAPID private keys,
+     * identity secrets) again with the current `SECRET_KEY`, opening each with `SECRET_KEY_PREVIOUS`
+     * where needed. Safe to run again or after an interruption: values already sealed with the
+     * current key are left as they are. The server also runs it at start while
+     * `SECRET_KEY_PREVIOUS` is set.
+     */
+    public adminSecretKeyReseal<ThrowOnError extends boolean = false>(options?: Options<AdminSecretKeyResealData, ThrowOnError>) {
+        return (options?.client ?? this.client).post<AdminSecretKeyResealResponses, AdminSecretKeyResealErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/admin/v1/secret-key/reseal',
+            ...options
         });
     }
     

@@ -5,6 +5,98 @@ export type ClientOptions = {
 };
 
 /**
+ * An admin token still valid, without its value.
+ */
+export type AdminTokenInfo = {
+    /**
+     * Token id (not the token).
+     */
+    token_id: string;
+    /**
+     * Its label.
+     */
+    label: string;
+    /**
+     * When it was issued.
+     */
+    created_at: string;
+    /**
+     * When it stops being accepted, or `null` for no end.
+     */
+    expires_at: string | null;
+};
+
+/**
+ * A new admin token.
+ */
+export type AdminTokenIssued = {
+    /**
+     * Always `true` on success.
+     */
+    success: true;
+    /**
+     * The new admin token. Shown only here; store it where your scripts read it (for the CLI: `--admin-token` or `credentials.json`).
+     */
+    token: string;
+    /**
+     * Token id (not the token).
+     */
+    token_id: string;
+    /**
+     * Its label.
+     */
+    label: string;
+    /**
+     * When it was issued.
+     */
+    created_at: string;
+    /**
+     * When it stops being accepted, or `null` for no end.
+     */
+    expires_at: string | null;
+    /**
+     * When the previous tokens stop being accepted (`null` when there were none).
+     */
+    previous_tokens_end_at: string | null;
+    /**
+     * Every admin token valid after this change, newest first.
+     */
+    active: Array<AdminTokenInfo>;
+};
+
+/**
+ * How to rotate the admin token.
+ */
+export type AdminTokenRotate = {
+    /**
+     * How long the current admin tokens stay valid after this call, in seconds (0 to 30 days; default one day).
+     */
+    overlap_seconds?: number;
+    /**
+     * A label for the new token, shown in the audit trail (at most 100 characters).
+     */
+    label?: string;
+};
+
+/**
+ * The previous admin tokens were ended.
+ */
+export type AdminTokensRetired = {
+    /**
+     * Always `true` on success.
+     */
+    success: true;
+    /**
+     * How many tokens were ended.
+     */
+    retired: number;
+    /**
+     * The admin tokens still valid (the newest), newest first.
+     */
+    active: Array<AdminTokenInfo>;
+};
+
+/**
  * An alias to attach to an existing user. Send exactly one of `user_id` and `primary_user_id`.
  */
 export type AliasCreate = {
@@ -603,9 +695,9 @@ export type AudienceSummary = {
 };
 
 /**
- * What an audit entry records.
+ * What an entry of an app's audit trail records.
  */
-export type AuditAction = 'user.erase' | 'user.export' | 'campaign.create';
+export type AuditAction = 'user.erase' | 'user.export' | 'app.create' | 'app.update' | 'key.create' | 'key.revoke' | 'push_provider.configure' | 'identity_secret.generate' | 'identity_secret.remove' | 'campaign.create' | 'campaign.pause' | 'campaign.resume' | 'version.add' | 'demo.seed';
 
 /**
  * Who performed an audited action.
@@ -613,7 +705,8 @@ export type AuditAction = 'user.erase' | 'user.export' | 'campaign.create';
 export type AuditActorKind = 'admin' | 'rest' | 'mcp';
 
 /**
- * One recorded action: a privacy request or a campaign creation. Erased or exported data itself is never kept here.
+ * One recorded action on an app. Erased or exported data, and the values of secrets (keys,
+ * tokens, provider credentials, identity secrets), are never kept here.
  */
 export type AuditEntry = {
     /**
@@ -625,7 +718,9 @@ export type AuditEntry = {
      */
     action: AuditAction;
     /**
-     * Who did it: the key's id, or `admin` for the admin API and the CLI.
+     * Who did it: the key's id; for the admin API and the CLI, the admin token's id, or `env` for
+     * `ADMIN_TOKEN` and `env-previous` for `ADMIN_TOKEN_PREVIOUS` (`admin` on entries recorded before
+     * tokens had ids).
      */
     actor: string;
     /**
@@ -633,7 +728,7 @@ export type AuditEntry = {
      */
     actor_kind: AuditActorKind;
     /**
-     * The key's label when the actor is a key (it may be empty), else `null`.
+     * The credential's label (a key's name, which may be empty, or the admin token's label); `null` on older entries.
      */
     actor_name: string | null;
     /**
@@ -654,6 +749,12 @@ export type AuditEntry = {
      * `false` when an export stopped before its end (the connection closed or a read failed).
      */
     completed: boolean;
+    /**
+     * Non-secret facts about the action: which fields changed, which key or provider; empty when there are none.
+     */
+    details: {
+        [key: string]: unknown;
+    };
     /**
      * When it happened.
      */
@@ -2084,6 +2185,81 @@ export type IdentitySecretRemoved = {
 };
 
 /**
+ * What an entry of the installation's audit trail records: actions that belong to no single app.
+ */
+export type InstallationAuditAction = 'organization.create' | 'organization.update' | 'admin_token.rotate' | 'admin_token.retire' | 'secret_key.reseal';
+
+/**
+ * One recorded action on the whole installation or an organization. Secret values are never kept here.
+ */
+export type InstallationAuditEntry = {
+    /**
+     * Entry id.
+     */
+    id: string;
+    /**
+     * What was done.
+     */
+    action: InstallationAuditAction;
+    /**
+     * Who did it: the admin token's id, `env` (`ADMIN_TOKEN`) or `env-previous` (`ADMIN_TOKEN_PREVIOUS`).
+     */
+    actor: string;
+    /**
+     * What kind of credential `actor` is.
+     */
+    actor_kind: AuditActorKind;
+    /**
+     * The credential's label, or `null`.
+     */
+    actor_name: string | null;
+    /**
+     * The organization acted on, else `null`.
+     */
+    organization_id: string | null;
+    /**
+     * Non-secret facts about the action.
+     */
+    details: {
+        [key: string]: unknown;
+    };
+    /**
+     * When it happened.
+     */
+    created_at: string;
+};
+
+/**
+ * A page of the installation's audit trail, newest first.
+ */
+export type InstallationAuditList = {
+    /**
+     * Always `true` on success.
+     */
+    success: true;
+    /**
+     * The entries.
+     */
+    items: Array<InstallationAuditEntry>;
+    /**
+     * Number of items matching the request, across all pages.
+     */
+    total: number;
+    /**
+     * Page size used for this response (the requested `limit`, or its default).
+     */
+    limit: number;
+    /**
+     * Number of matching items skipped before this page.
+     */
+    offset: number;
+    /**
+     * `true` when more items follow this page (`offset + limit < total`).
+     */
+    has_more: boolean;
+};
+
+/**
  * How client IP addresses are stored.
  */
 export type IpMode = 'full' | 'truncate' | 'none';
@@ -3203,6 +3379,46 @@ export type ReplaceIdRequest = {
 };
 
 /**
+ * What a re-seal pass did with one kind of stored secret.
+ */
+export type ResealCounts = {
+    /**
+     * Values that opened with a previous key and are now sealed with the current one.
+     */
+    resealed: number;
+    /**
+     * Values already sealed with the current key.
+     */
+    current: number;
+    /**
+     * Values no configured key opens; they stay as they are and must be set again.
+     */
+    unreadable: number;
+};
+
+/**
+ * The counts of a re-seal pass.
+ */
+export type ResealResult = {
+    /**
+     * Always `true` on success.
+     */
+    success: true;
+    /**
+     * Push provider credentials (access tokens, REST API keys, webhook secrets, VAPID private keys), one value per app.
+     */
+    push_providers: ResealCounts;
+    /**
+     * Identity secrets.
+     */
+    identity_secrets: ResealCounts;
+    /**
+     * How many previous keys were tried (`SECRET_KEY_PREVIOUS`, or a generated key that `SECRET_KEY` replaced).
+     */
+    previous_keys: number;
+};
+
+/**
  * Of the users whose first event falls in the period, the percent active on the Nth day after
  * their first day (0 to 100, two decimals).
  */
@@ -3855,6 +4071,108 @@ export type WebsiteUserResult = {
     external_id: string;
 };
 
+export type AdminTokensRotateData = {
+    body?: AdminTokenRotate;
+    path?: never;
+    query?: never;
+    url: '/admin/v1/admin-tokens';
+};
+
+export type AdminTokensRotateErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The change conflicts with the current state of the resource (`CONFLICT`).
+     */
+    409: ErrorResponse;
+    /**
+     * The request body is larger than 1 MB (`PAYLOAD_TOO_LARGE`).
+     */
+    413: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type AdminTokensRotateError = AdminTokensRotateErrors[keyof AdminTokensRotateErrors];
+
+export type AdminTokensRotateResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: AdminTokenIssued;
+};
+
+export type AdminTokensRotateResponse = AdminTokensRotateResponses[keyof AdminTokensRotateResponses];
+
+export type AdminTokensRetirePreviousData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/admin/v1/admin-tokens/retire-previous';
+};
+
+export type AdminTokensRetirePreviousErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The change conflicts with the current state of the resource (`CONFLICT`).
+     */
+    409: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type AdminTokensRetirePreviousError = AdminTokensRetirePreviousErrors[keyof AdminTokensRetirePreviousErrors];
+
+export type AdminTokensRetirePreviousResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: AdminTokensRetired;
+};
+
+export type AdminTokensRetirePreviousResponse = AdminTokensRetirePreviousResponses[keyof AdminTokensRetirePreviousResponses];
+
 export type AdminAppsListData = {
     body?: never;
     path?: never;
@@ -4083,6 +4401,10 @@ export type AdminPrivacyAuditData = {
         app_id: string;
     };
     query?: {
+        /**
+         * Only entries of this action.
+         */
+        action?: AuditAction;
         /**
          * Maximum number of items to return.
          */
@@ -4933,6 +5255,64 @@ export type AdminVersionsAddResponses = {
 
 export type AdminVersionsAddResponse = AdminVersionsAddResponses[keyof AdminVersionsAddResponses];
 
+export type AdminAuditListData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Only entries of this action.
+         */
+        action?: InstallationAuditAction;
+        /**
+         * Maximum number of items to return.
+         */
+        limit?: number;
+        /**
+         * Number of items to skip before the first one returned.
+         */
+        offset?: number;
+    };
+    url: '/admin/v1/audit';
+};
+
+export type AdminAuditListErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type AdminAuditListError = AdminAuditListErrors[keyof AdminAuditListErrors];
+
+export type AdminAuditListResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: InstallationAuditList;
+};
+
+export type AdminAuditListResponse = AdminAuditListResponses[keyof AdminAuditListResponses];
+
 export type AdminCampaignsGetData = {
     body?: never;
     path: {
@@ -5362,6 +5742,51 @@ export type AdminOrganizationsUpdateResponses = {
 };
 
 export type AdminOrganizationsUpdateResponse = AdminOrganizationsUpdateResponses[keyof AdminOrganizationsUpdateResponses];
+
+export type AdminSecretKeyResealData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/admin/v1/secret-key/reseal';
+};
+
+export type AdminSecretKeyResealErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
+     */
+    501: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type AdminSecretKeyResealError = AdminSecretKeyResealErrors[keyof AdminSecretKeyResealErrors];
+
+export type AdminSecretKeyResealResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: ResealResult;
+};
+
+export type AdminSecretKeyResealResponse = AdminSecretKeyResealResponses[keyof AdminSecretKeyResealResponses];
 
 export type McpInfoData = {
     body?: never;

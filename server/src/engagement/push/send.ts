@@ -6,7 +6,9 @@ import { getApp } from '../../admin/admin.js';
 import type { ServiceContext } from '../../context.js';
 import { AppError, type FieldError, NotFoundError, ValidationError } from '../../errors.js';
 import { isUuid, uuidv7 } from '../../ids.js';
-import { open, SecretsUnreadableError, seal } from '../../secrets.js';
+import { openWithRing, seal } from '../../secrets.js';
+import { type Actor, recordAppAction } from '../../storage/audit.js';
+import { inTransaction } from '../../storage/handle.js';
 import type { AppRow } from '../../storage/tenancy.js';
 import { findUserByIdentifier, type UserRow } from '../../storage/users.js';
 import { addBatchClick, findBatch } from '../queries/campaign-sends.js';
@@ -81,13 +83,14 @@ export async function configureProvider(
   ctx: ServiceContext,
   appId: string,
   input: ProviderInput,
+  actor: Actor,
 ): Promise<PushProviderRow> {
   const app = await getApp(ctx, appId);
   checkInput(input);
   const secretKey = ctx.config.secretKey;
   if (!secretKey) {
     throw new ValidationError(
-      "Push provider secrets are encrypted with the server's SECRET_KEY, which is not set. Set SECRET_KEY (at least 16 characters, kept stable) in the server's environment, restart it, and configure the provider again.",
+      "Push provider secrets are encrypted with the server's SECRET_KEY, which is not set. With PostgreSQL, Tally does not generate one: set SECRET_KEY (at least 16 characters, the same on every instance, kept stable) in the server's environment, restart it, and configure the provider again.",
       [{ path: '/body/provider', message: 'needs SECRET_KEY to be set on the server' }],
     );
   }
@@ -99,24 +102,41 @@ export async function configureProvider(
   for (const field of FIELDS[input.provider].secret) secrets[field] = input[field]!;
   if (input.provider === 'webpush') {
     settings.vapid_subject = input.vapid_subject;
-    const keys = (await existingVapidKeys(ctx, app.id, secretKey)) ?? generateVapidKeys();
+    const keys = (await existingVapidKeys(ctx, app.id)) ?? generateVapidKeys();
     settings.vapid_public_key = keys.publicKey;
     secrets.vapid_private_key = keys.privateKey;
   }
-  const row = await saveProvider(
-    ctx.db,
-    { app_id: app.id, provider: input.provider, settings, secrets: seal(secretKey, app.id, secrets) },
-    ctx.clock(),
-  );
+  const previous = await findProvider(ctx.db, app.id);
+  const row = await inTransaction(ctx.db, async (tx) => {
+    const saved = await saveProvider(
+      tx,
+      { app_id: app.id, provider: input.provider, settings, secrets: seal(secretKey, app.id, secrets) },
+      ctx.clock(),
+    );
+    await recordAppAction(tx, {
+      appId: app.id,
+      action: 'push_provider.configure',
+      actor,
+      at: ctx.clock(),
+      // The secrets' names, never their values.
+      details: {
+        provider: input.provider,
+        previous_provider: previous?.provider ?? null,
+        settings,
+        secrets_set: Object.keys(secrets),
+      },
+    });
+    return saved;
+  });
   ctx.logger.info({ app_id: app.id, provider: input.provider }, 'push provider configured');
   return row;
 }
 
-async function existingVapidKeys(ctx: ServiceContext, appId: string, secretKey: string) {
+async function existingVapidKeys(ctx: ServiceContext, appId: string) {
   const row = await findProvider(ctx.db, appId);
   if (row?.provider !== 'webpush' || !row.secrets || !row.settings.vapid_public_key) return null;
   try {
-    const privateKey = open(secretKey, appId, row.secrets).vapid_private_key;
+    const privateKey = openWithRing(ctx.config, appId, row.secrets).value.vapid_private_key;
     return privateKey ? { publicKey: row.settings.vapid_public_key, privateKey } : null;
   } catch {
     return null; // SECRET_KEY changed: new keys, browsers subscribe again
@@ -198,8 +218,7 @@ export async function prepareProvider(ctx: ServiceContext, app: AppRow): Promise
   }
   let secrets: Record<string, string> = {};
   try {
-    if (!ctx.config.secretKey) throw new SecretsUnreadableError('SECRET_KEY is not set');
-    secrets = row.secrets ? open(ctx.config.secretKey, app.id, row.secrets) : {};
+    secrets = row.secrets ? openWithRing(ctx.config, app.id, row.secrets).value : {};
   } catch (err) {
     ctx.logger.error(
       { app_id: app.id, provider: row.provider, err: (err as Error).message },
@@ -208,7 +227,7 @@ export async function prepareProvider(ctx: ServiceContext, app: AppRow): Promise
     throw new AppError(
       500,
       'INTERNAL_ERROR',
-      "The push provider's secrets cannot be read: SECRET_KEY is unset or has changed since the provider was configured. An operator must configure the provider again.",
+      "The push provider's secrets cannot be read: SECRET_KEY is unset or has changed since the provider was configured. An operator sets the old key as SECRET_KEY_PREVIOUS (docs/rotation.md), or configures the provider again.",
     );
   }
   return {

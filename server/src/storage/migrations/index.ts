@@ -19,6 +19,7 @@ import * as m017 from './017-api-written.js';
 import * as m018 from './018-mcp-campaigns.js';
 import * as m020 from './020-mcp-session-policy.js';
 import * as m021 from './021-delivery-retries.js';
+import * as m022 from './022-audit-trail.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001-tenancy': m001,
@@ -39,6 +40,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '018-mcp-campaigns': m018,
   '021-delivery-retries': m021,
   '020-mcp-session-policy': m020,
+  '022-audit-trail': m022,
 };
 
 const source: Knex.MigrationSource<string> = {
