@@ -7,9 +7,7 @@ import path from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { available, inCi } from './sdk-helpers.js';
-
-const CHROMIUM = '/usr/bin/chromium';
+import { available, CHROMIUM, CHROMIUM_ARGS, inCi } from './sdk-helpers.js';
 
 describe.skipIf(!available && !inCi)('the home page and the API reference in a browser', () => {
   let server: TestServer;
@@ -20,16 +18,7 @@ describe.skipIf(!available && !inCi)('the home page and the API reference in a b
     profile = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-chromium-'));
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+      args: CHROMIUM_ARGS,
     });
   });
   afterAll(async () => {

@@ -14,7 +14,18 @@ import { afterAll, beforeAll } from 'vitest';
 import { updateApp } from '../../server/src/storage/tenancy.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-const CHROMIUM = '/usr/bin/chromium';
+export const CHROMIUM = '/usr/bin/chromium';
+/** Headless, and nothing that reaches out to the network on its own (this machine's network is closed). */
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 export const available = fs.existsSync(CHROMIUM);
 export const inCi = process.env.CI === 'true';
 if (!available && !inCi) {
@@ -104,16 +115,7 @@ export function setUpBrowserSite(): void {
     profile = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-chromium-'));
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+      args: CHROMIUM_ARGS,
     });
   });
   afterAll(async () => {

@@ -4,6 +4,7 @@
 // so a server started with another PORT is found without --url.
 import fs from 'node:fs';
 import path from 'node:path';
+import { processIsAlive } from '../storage/lock.js';
 
 const FILE = 'server.json';
 
@@ -28,7 +29,7 @@ export function recordServerAddress(dataDir: string, url: string): () => void {
 /** The address a live server recorded in `dataDir`, or null (none, unreadable, or its process is gone). */
 export function recordedServerAddress(dataDir: string): string | null {
   const record = readRecord(path.join(dataDir, FILE));
-  if (!record || !isAlive(record.pid)) return null;
+  if (!record || !processIsAlive(record.pid)) return null;
   return record.url;
 }
 
@@ -39,15 +40,5 @@ function readRecord(file: string): Recorded | null {
     return parsed as Recorded;
   } catch {
     return null;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: the process exists but belongs to someone else
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -6,7 +6,8 @@ import path from 'node:path';
 
 export class DataDirLockedError extends Error {}
 
-function processIsAlive(pid: number): boolean {
+/** Whether a process with this id runs on this machine (EPERM: it does, as another user). */
+export function processIsAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
