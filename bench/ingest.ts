@@ -1,17 +1,33 @@
-// Ingestion benchmark: POST /v1/events at concurrency 32 and /v1/events/batch with 100 events a
-// request, against a bare node:http JSON endpoint measured in the same run as the baseline.
-// The server runs in its own process with RATE_LIMITS=off; results are ratios to the baseline.
-import { type ChildProcess, spawn } from 'node:child_process';
+// Ingestion benchmark (issue 32), with wrk as the load generator so that the server, not the
+// client, is the bottleneck. Side by side in one run, on one database (embedded, or a scratch
+// PostgreSQL database): Tally's resident memory after 100,000 single events; POST /v1/events (wrk,
+// 32 connections) against a bare node:http JSON endpoint as the baseline; POST /v1/events/batch
+// (100 events a request, 8 connections) against COPY of the same rows into a table of the same
+// shape (copy.ts); and open-loop latency (open-loop.ts) at half Tally's measured maximum, against
+// the bare server and Tally. `benchIngestMemory` (opt-in) follows memory up to 1,000,000 events.
+// Tally runs as `npm start` runs it (the compiled server, built first when stale; tsx when it cannot
+// be built), in its own process, with RATE_LIMITS=off.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { runLoad } from './load.js';
+import { pathToFileURL } from 'node:url';
+import { copyEmbedded, copyPostgres } from './copy.js';
+import {
+  BATCH_SIZE,
+  batches,
+  latency,
+  type MemorySample,
+  MIN_BASELINE,
+  memoryCheckpoints,
+  singleEvents,
+  type Target,
+} from './ingest-phases.js';
+import { ensureWrk } from './wrk.js';
 
 const root = path.resolve(import.meta.dirname, '..');
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const CONCURRENCY = 32;
 
 async function bareServer(): Promise<{ url: string; close(): void }> {
   const server = http.createServer((req, res) => {
@@ -47,16 +63,42 @@ export async function scratchDatabase(adminUrl: string): Promise<{ url: string; 
 }
 
 /**
+ * Whether the compiled server can run: builds it first (saying so) when it is missing or older than
+ * the sources, as `npm start` does; false, with a note, when that fails (then run it with tsx).
+ */
+export async function compiledServer(): Promise<boolean> {
+  const state = pathToFileURL(path.join(root, 'server/bin/build-state.mjs')).href;
+  const { buildStatus } = (await import(state)) as { buildStatus(): 'fresh' | 'stale' | 'missing' };
+  const status = buildStatus();
+  if (status === 'fresh') return true;
+  const why = status === 'missing' ? 'missing' : 'older than the sources';
+  process.stderr.write(`The compiled server is ${why}: building it first (npm run build).\n`);
+  try {
+    execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs')], { cwd: root, stdio: ['ignore', 2, 2] });
+    return true;
+  } catch {
+    process.stderr.write('The build failed: running the server from its sources with tsx instead.\n');
+    return false;
+  }
+}
+
+export type TallyProcess = Awaited<ReturnType<typeof tally>>;
+
+/**
  * Starts Tally in its own process on a fresh data directory (and `databaseUrl` when given).
- * `options.root` runs another checkout, `options.env` adds settings, `options.onLine` reads its log.
+ * `options.root` runs another checkout, `options.env` adds settings, `options.onLine` reads its log,
+ * `options.compiled` runs server/dist/main.js as `npm start` does (else the sources with tsx).
  */
 export async function tally(
   databaseUrl?: string,
-  options: { root?: string; env?: Record<string, string>; onLine?: (line: string) => void } = {},
+  options: { root?: string; env?: Record<string, string>; onLine?: (line: string) => void; compiled?: boolean } = {},
 ): Promise<{ url: string; apiKey: string; appId: string; adminToken: string; child: ChildProcess; dataDir: string }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-'));
   const port = 30000 + Math.floor(Math.random() * 20000);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
+  const args = options.compiled
+    ? ['--enable-source-maps', 'server/dist/main.js']
+    : ['--import', 'tsx', 'server/src/main.ts'];
+  const child = spawn(process.execPath, args, {
     cwd: options.root ?? root,
     env: {
       ...process.env,
@@ -94,61 +136,145 @@ export function event(i: number) {
   return { event_name: i % 3 ? 'view' : 'purchase', user_id: `bench-${i % 1000}`, properties: { i, price: 9.99 } };
 }
 
-export async function benchIngest(label: string, adminDatabaseUrl?: string) {
-  const scratch = adminDatabaseUrl ? await scratchDatabase(adminDatabaseUrl) : undefined;
-  const databaseUrl = scratch?.url;
-  const bare = await bareServer();
-  const single = JSON.stringify(event(1));
-  const baseline = await runLoad({ url: `${bare.url}/`, body: single, concurrency: CONCURRENCY, seconds: SECONDS });
-  bare.close();
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+/** The first memory checkpoint (BENCH_MEMORY_FIRST to shorten a trial run). */
+const MEMORY_FIRST = Number(process.env.BENCH_MEMORY_FIRST ?? 100_000);
+/** Goals of issue 32: open-loop p99 at half the maximum, and memory growth from 100k to 1M events. */
+const P99_GOAL_MS = 20;
+const MEMORY_GROWTH_GOAL = 1.1;
 
-  const server = await tally(databaseUrl);
-  const auth = { authorization: `Bearer ${server.apiKey}` };
-  // BENCH_TRIGGER_EVENT=name: the app has a trigger campaign on that event name first, so every
-  // ingestion transaction also runs the trigger outbox statement (and `purchase` fires it).
-  const trigger = process.env.BENCH_TRIGGER_EVENT;
-  if (trigger) {
-    const created = await fetch(`${server.url}/admin/v1/apps/${server.appId}/campaigns`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        name: 'bench',
-        title: 't',
-        message: 'm',
-        schedule_type: 'trigger',
-        trigger_event_name: trigger,
-      }),
-    });
-    if (!created.ok) throw new Error(`could not create the trigger campaign: ${created.status}`);
-  }
-  const events = await runLoad({
-    url: `${server.url}/v1/events`,
-    body: single,
-    headers: auth,
-    concurrency: CONCURRENCY,
-    seconds: SECONDS,
-  });
-  const batchBody = JSON.stringify({ events: Array.from({ length: 100 }, (_, i) => event(i)) });
-  const batch = await runLoad({
-    url: `${server.url}/v1/events/batch`,
-    body: batchBody,
-    headers: auth,
-    concurrency: 8,
-    seconds: SECONDS,
-  });
+const batchBody = () => JSON.stringify({ events: Array.from({ length: BATCH_SIZE }, (_, i) => event(i)) });
+const ratio = (a: number, b: number) => +(a / b).toFixed(3);
+
+async function stopTally(server: TallyProcess): Promise<void> {
+  if (server.child.exitCode !== null) return;
   server.child.kill('SIGTERM');
-  await new Promise((r) => server.child.on('exit', r));
-  fs.rmSync(server.dataDir, { recursive: true, force: true });
-  await scratch?.drop();
+  await new Promise((r) => server.child.once('exit', r));
+}
 
-  return {
-    label: trigger ? `${label}, trigger campaign on ${trigger}` : label,
-    baseline_req_per_s: Math.round(baseline.perSecond),
-    events_req_per_s: Math.round(events.perSecond),
-    events_ratio_to_baseline: +(events.perSecond / baseline.perSecond).toFixed(3),
-    events_errors: events.errors,
-    batch_events_per_s: Math.round(batch.perSecond * 100),
-    batch_ratio_to_baseline: +((batch.perSecond * 100) / baseline.perSecond).toFixed(3),
-    batch_errors: batch.errors,
+/** BENCH_TRIGGER_EVENT=name: the app gets a trigger campaign on that event name before the load. */
+async function triggerCampaign(server: TallyProcess, trigger: string): Promise<void> {
+  const created = await fetch(`${server.url}/admin/v1/apps/${server.appId}/campaigns`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name: 'bench',
+      title: 't',
+      message: 'm',
+      schedule_type: 'trigger',
+      trigger_event_name: trigger,
+    }),
+  });
+  if (!created.ok) throw new Error(`could not create the trigger campaign: ${created.status}`);
+}
+
+/** A fresh Tally on a fresh database (scratch PostgreSQL database, or a new data directory), and its cleanup. */
+async function freshTally(adminDatabaseUrl?: string) {
+  const compiled = await compiledServer();
+  const scratch = adminDatabaseUrl ? await scratchDatabase(adminDatabaseUrl) : undefined;
+  const server = await tally(scratch?.url, { compiled });
+  const auth = { authorization: `Bearer ${server.apiKey}` };
+  const cleanup = async () => {
+    await stopTally(server);
+    fs.rmSync(server.dataDir, { recursive: true, force: true });
+    await scratch?.drop();
   };
+  return {
+    server,
+    compiled,
+    databaseUrl: scratch?.url,
+    events: { url: `${server.url}/v1/events`, headers: auth } as Target,
+    batch: { url: `${server.url}/v1/events/batch`, headers: auth } as Target,
+    cleanup,
+  };
+}
+
+/** Every figure of one database's run, side by side with its baseline. */
+async function measureAll(t: Awaited<ReturnType<typeof freshTally>>, bare: Target) {
+  const single = JSON.stringify(event(1));
+  const [memory] = await memoryCheckpoints(t.events, t.server.child.pid!, single, [MEMORY_FIRST]);
+  const singles = await singleEvents(bare, t.events, single, SECONDS);
+  const batch = await batches(t.batch, batchBody(), SECONDS);
+  const rate = Math.max(1, Math.round(singles.events.perSecond / 2));
+  const open = await latency(bare, t.events, single, rate, SECONDS);
+  await stopTally(t.server);
+  const copy = t.databaseUrl
+    ? await copyPostgres(t.databaseUrl, SECONDS)
+    : await copyEmbedded(t.server.dataDir, SECONDS);
+  return { memory: memory!, singles, batch, rate, open, copy };
+}
+
+export async function benchIngest(label: string, adminDatabaseUrl?: string) {
+  ensureWrk();
+  const t = await freshTally(adminDatabaseUrl);
+  const bare = await bareServer();
+  try {
+    const trigger = process.env.BENCH_TRIGGER_EVENT;
+    if (trigger) await triggerCampaign(t.server, trigger);
+    const { memory, singles, batch, rate, open, copy } = await measureAll(t, { url: `${bare.url}/` });
+    const batchPerSecond = batch.perSecond * BATCH_SIZE;
+    return {
+      label: trigger ? `${label}, trigger campaign on ${trigger}` : label,
+      server: t.compiled ? 'compiled (server/dist/main.js)' : 'tsx (server/src/main.ts)',
+      seconds: SECONDS,
+      single: {
+        baseline_req_per_s: Math.round(singles.baseline.perSecond),
+        tally_req_per_s: Math.round(singles.events.perSecond),
+        ratio: ratio(singles.events.perSecond, singles.baseline.perSecond),
+        tally_errors: singles.events.non2xx + singles.events.socketErrors,
+        runs: singles.attempts,
+        ...(singles.attempts > 1 && {
+          repeated: `baseline under ${MIN_BASELINE} req/s, run ${singles.attempts} times: ${singles.baselines.join(', ')}`,
+        }),
+      },
+      batch: {
+        copy_rows_per_s: Math.round(copy.perSecond),
+        tally_events_per_s: Math.round(batchPerSecond),
+        ratio: ratio(batchPerSecond, copy.perSecond),
+        tally_errors: batch.non2xx + batch.socketErrors,
+      },
+      open_loop: {
+        target_per_s: rate,
+        bare: open.bare,
+        tally: open.tally,
+        p99_goal_ms: P99_GOAL_MS,
+      },
+      memory: { after_100k: memory },
+    };
+  } finally {
+    bare.close();
+    await t.cleanup();
+  }
+}
+
+/**
+ * `npm run bench -- ingest-memory`: Tally's resident memory every 100,000 single events up to
+ * BENCH_MEMORY_EVENTS (1,000,000), and the growth from the first checkpoint to the last.
+ * BENCH_MEMORY_BATCHES=1 sends them in batches of 100 instead (a million in minutes, not tens of them).
+ */
+export async function benchIngestMemory(label: string, adminDatabaseUrl?: string) {
+  ensureWrk();
+  const total = Number(process.env.BENCH_MEMORY_EVENTS ?? 1_000_000);
+  const step = Math.min(MEMORY_FIRST, total);
+  const t = await freshTally(adminDatabaseUrl);
+  try {
+    const checkpoints = Array.from({ length: Math.ceil(total / step) }, (_, i) => Math.min(total, (i + 1) * step));
+    const batched = process.env.BENCH_MEMORY_BATCHES === '1';
+    const samples: MemorySample[] = batched
+      ? await memoryCheckpoints(t.batch, t.server.child.pid!, batchBody(), checkpoints, BATCH_SIZE)
+      : await memoryCheckpoints(t.events, t.server.child.pid!, JSON.stringify(event(1)), checkpoints);
+    const first = samples[0]!;
+    const last = samples.at(-1)!;
+    return {
+      label,
+      bench: 'ingest-memory',
+      sent_as: batched ? `batches of ${BATCH_SIZE}` : 'single events',
+      server: t.compiled ? 'compiled (server/dist/main.js)' : 'tsx (server/src/main.ts)',
+      rss_ratio: ratio(last.rss_mib, first.rss_mib),
+      rss_ratio_goal: MEMORY_GROWTH_GOAL,
+      samples,
+    };
+  } finally {
+    await t.cleanup();
+  }
 }

@@ -1,11 +1,12 @@
-// `npm run bench [-- ingest|analytics|nl|retention|fairness|startup]`: runs the benchmarks and prints their
+// `npm run bench [-- ingest|ingest-memory|analytics|nl|retention|fairness|startup]`: runs the benchmarks and prints their
 // figures as JSON lines. BENCH_DATABASE_URL (a PostgreSQL server where the benchmarks may create
 // databases) adds the PostgreSQL passes; the analytics and retention benchmarks run only there. The
-// fairness benchmark (5 minutes a database by default) and the start-up benchmark (compiled server
-// against tsx) run only when asked for by name.
+// fairness benchmark (5 minutes a database by default), the start-up benchmark (compiled server
+// against tsx) and the memory benchmark of ingestion (a million events a database) run only when
+// asked for by name.
 import { benchAnalytics } from './analytics.js';
 import { benchFairness } from './fairness.js';
-import { benchIngest } from './ingest.js';
+import { benchIngest, benchIngestMemory } from './ingest.js';
 import { benchNl } from './nl.js';
 import { benchRetention } from './retention.js';
 import { benchStartup } from './startup.js';
@@ -15,6 +16,10 @@ const pg = process.env.BENCH_DATABASE_URL;
 if (only === undefined || only === 'ingest') {
   console.log(JSON.stringify(await benchIngest('pglite (embedded)')));
   if (pg) console.log(JSON.stringify(await benchIngest('postgresql', pg)));
+}
+if (only === 'ingest-memory') {
+  console.log(JSON.stringify(await benchIngestMemory('pglite (embedded)')));
+  if (pg) console.log(JSON.stringify(await benchIngestMemory('postgresql', pg)));
 }
 if ((only === undefined || only === 'analytics') && pg) console.log(JSON.stringify(await benchAnalytics(pg)));
 if (only === undefined || only === 'nl') console.log(JSON.stringify(await benchNl()));
