@@ -68,7 +68,7 @@ export function createApp(tally: Tally): Express {
       ignoreUndocumented: false,
     }),
   );
-  app.use(resolveApp(database.knex));
+  app.use(resolveApp(ctx));
   app.use(dispatch(handlers(ctx)));
   app.use((req) => {
     throw new NotFoundError(`No endpoint ${req.method} ${req.path}.`);
