@@ -1,5 +1,5 @@
-// Apps by id, kept in memory for the ingestion path (REST events and batches), so a request needs
-// no query for its app. One per composition root (ServiceContext.apps). A change of an app's
+// Apps by id, kept in memory for the ingestion path (REST events and batches, and the website
+// surface's origin check), so a request needs no query for its app. One per composition root (ServiceContext.apps). A change of an app's
 // settings through a root (admin.ts changeApp) drops it there at once and, with Redis, everywhere
 // (cache-bus.ts); otherwise other instances read it again within CACHE_TTL_MS.
 import type { Db } from '../storage/handle.js';
