@@ -1,6 +1,5 @@
 // Builds the Express application: request ids and logs, body parsing, contract validation
 // (requests always, responses strictly in tests), the operation handlers, and one error renderer.
-import { fullFormats } from 'ajv-formats/dist/formats.js';
 import express, { type Express } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { loadContract } from './contract.js';
@@ -19,6 +18,7 @@ import { dispatch, operationId } from './http/operations.js';
 import { opsRouter } from './http/ops.js';
 import { memoiseRouteCompilation } from './http/route-cache.js';
 import { sdkRouter } from './http/sdk.js';
+import { requestValidation, validatorFormats } from './http/validator-options.js';
 import { websiteGate } from './http/website-gate.js';
 import type { Tally } from './tally.js';
 
@@ -52,12 +52,9 @@ export function createApp(tally: Tally): Express {
   app.use(
     OpenApiValidator.middleware({
       apiSpec: doc as never,
-      // Query, path and header values are coerced to their declared types; JSON bodies never are.
-      validateRequests: { allowUnknownQueryParameters: false, allErrors: true },
-      // ajv-formats' "fast" dates are shape-only regexes (2026-02-30 passes, then becomes 2 March);
-      // its "full" validators check the calendar. Other formats stay fast: the full uri format
-      // refuses URLs browsers really send (`?filter[a]=1`).
-      formats: { date: fullFormats.date, 'date-time': fullFormats['date-time'], time: fullFormats.time },
+      // http/validator-options.ts: the same for the ingestion listener's validators
+      validateRequests: requestValidation(),
+      formats: validatorFormats(),
       validateResponses: config.strictResponses
         ? true
         : {
@@ -68,7 +65,7 @@ export function createApp(tally: Tally): Express {
       ignoreUndocumented: false,
     }),
   );
-  app.use(resolveApp(database.knex));
+  app.use(resolveApp(ctx));
   app.use(dispatch(handlers(ctx)));
   app.use((req) => {
     throw new NotFoundError(`No endpoint ${req.method} ${req.path}.`);

@@ -187,6 +187,7 @@ const envSchema = z.object({
   ANALYTICS_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   EMBEDDED_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
   CAMPAIGN_WORKERS: z.enum(['on', 'off']).default('on'),
+  LEAN_INGESTION: z.enum(['on', 'off']).default('on'),
   PUSH_PENDING_STALE_SECONDS: z.coerce.number().int().positive().max(86_400).default(120),
   MCP_CAMPAIGN_LEAD_MINUTES: z.coerce.number().int().min(1).max(10_080).default(15),
   MCP_CONFIRMATION_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(45),
@@ -239,6 +240,11 @@ export interface Config {
    */
   readonly campaignWorkers: boolean;
   /**
+   * Whether POST /v1/events and /v1/events/batch take the lean path (http/ingest-listener.ts) in
+   * front of the Express app; `LEAN_INGESTION=off` sends them through the app like the rest.
+   */
+  readonly leanIngestion: boolean;
+  /**
    * Work an instance took and did not finish in this long was left by a crash: a `pending` delivery
    * whose attempt is older (the sweeper resolves it), and a trigger occurrence whose lease ran out.
    */
@@ -290,6 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     analyticsQueryTimeoutMs: e.ANALYTICS_QUERY_TIMEOUT_MS,
     embeddedQueryTimeoutMs: e.EMBEDDED_QUERY_TIMEOUT_MS,
     campaignWorkers: e.CAMPAIGN_WORKERS === 'on',
+    leanIngestion: e.LEAN_INGESTION === 'on',
     pushPendingStaleMs: e.PUSH_PENDING_STALE_SECONDS * 1000,
     mcpCampaignLeadMinutes: e.MCP_CAMPAIGN_LEAD_MINUTES,
     mcpConfirmationTimeoutMs: e.MCP_CONFIRMATION_TIMEOUT_SECONDS * 1000,

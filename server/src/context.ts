@@ -3,6 +3,7 @@
 // runs, a way to wake the delivery worker. The composition root (tally.ts) builds one per root;
 // nothing here is looked up by handle or configuration elsewhere.
 import type { Logger } from 'pino';
+import type { AppCache } from './admin/app-cache.js';
 import type { KeyCache } from './admin/keys.js';
 import type { Config } from './config.js';
 import type { TriggerCampaigns } from './engagement/campaign-triggers.js';
@@ -31,8 +32,10 @@ export interface ServiceContext {
   readonly metrics: Metrics;
   /** The sandbox executor and its admission (sandbox/sandbox.ts is the way in). */
   readonly sandbox: Sandbox;
-  /** API keys by hash, kept a few seconds (admin/keys.ts). */
+  /** API keys by hash, kept a few seconds or until revoked (admin/keys.ts). */
   readonly keys: KeyCache;
+  /** Apps by id for the ingestion path, kept a few seconds (admin/app-cache.ts). */
+  readonly apps: AppCache;
   /** The apps' lexicons (language/service.ts). */
   readonly lexicons: LexiconCache;
   /** What a user's erasure runs besides its own deletes (privacy/privacy.ts). */

@@ -213,6 +213,7 @@ export function toAppError(err: unknown, req: ErrorSite): AppError {
     status?: number;
     statusCode?: number;
     type?: string;
+    code?: unknown;
     errors?: ValidatorItem[];
     message?: string;
   };
@@ -230,6 +231,12 @@ export function toAppError(err: unknown, req: ErrorSite): AppError {
     return new ValidationError('Send the body as UTF-8 JSON.');
   }
   const status = e?.status ?? e?.statusCode;
+  // The JSON parser could not inflate a body sent with Content-Encoding (zlib's Z_DATA_ERROR, ...).
+  if (status === 400 && typeof e?.code === 'string' && e.code.startsWith('Z_')) {
+    return new ValidationError('The request body is not valid for its Content-Encoding (gzip, deflate or br).', [
+      { path: '/headers/content-encoding', message: 'does not match the body' },
+    ]);
+  }
   if (Array.isArray(e?.errors) && typeof status === 'number') {
     // express-openapi-validator
     if (status === 400) {

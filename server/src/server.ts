@@ -1,7 +1,8 @@
 // Starts Tally: builds the composition root (tally.ts, which opens and migrates storage),
 // bootstraps an empty database, starts the jobs, listens (http/listener.ts: timeouts against slow
-// clients). Used by main.ts and by the test harness, so both run exactly the same start-up, and
-// the same shutdown: close() drains HTTP (bounded by SHUTDOWN_GRACE_SECONDS) while the job runner
+// clients) with the lean ingestion path in front of the Express app (http/ingest-listener.ts).
+// Used by main.ts and by the test harness, so both run exactly the same start-up, and the same
+// shutdown: close() drains HTTP (bounded by SHUTDOWN_GRACE_SECONDS) while the job runner
 // stops, then writes the events still pending and closes the root, database last.
 
 import type { Server } from 'node:http';
@@ -11,6 +12,7 @@ import { bootstrapIfEmpty, type Credentials, writeCredentials } from './admin/bo
 import { resealSecrets } from './admin/rotation.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
+import { ingestListener } from './http/ingest-listener.js';
 import { type Listener, listen } from './http/listener.js';
 import { jobDefinitions, PUSH_SWEEP, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
 import type { JobRunner } from './jobs/runner.js';
@@ -55,7 +57,8 @@ export async function startServer(config: Config, logger: Logger, options: Start
   const campaignWorkers = await startJobs(tally, () => links.base);
   let listener: Listener;
   try {
-    listener = await listen(createApp(tally), config.port, config.host);
+    const app = createApp(tally);
+    listener = await listen(config.leanIngestion ? await ingestListener(tally, app) : app, config.port, config.host);
   } catch (err) {
     await tally.close();
     throw err;

@@ -1,11 +1,14 @@
 // The composition root: builds every wing of Tally once from one configuration, and closes them.
 // The server (server.ts, which adds HTTP and starts the jobs), the Express app (app.ts), the CLI's
 // local commands, the benchmarks and the tests all start here. Everything long-lived (the sandbox
-// executor and its admission, the event writer, the metrics, the language model, the key and lexicon caches,
-// the trigger-campaign cache, the erasure hooks, the rate limiter, the MCP answer relay and the
-// job runner) belongs to one root: two roots, even on one database, share none of it.
+// executor and its admission, the event writer, the metrics, the language model, the key, app and
+// lexicon caches and the bus that tells them of changes elsewhere, the trigger-campaign cache, the
+// erasure hooks, the rate limiter, the MCP answer relay and the job runner) belongs to one root:
+// two roots, even on one database, share none of it.
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { AppCache } from './admin/app-cache.js';
+import { CacheBus } from './admin/cache-bus.js';
 import { KeyCache } from './admin/keys.js';
 import type { Config } from './config.js';
 import type { Clock, ServiceContext } from './context.js';
@@ -48,6 +51,8 @@ export interface Tally {
   /** This root's metrics (its own registry), served at GET /metrics. */
   readonly metrics: Metrics;
   readonly rateLimiter: RateLimiter;
+  /** How the key and app caches hear of changes made through other roots (Redis pub/sub when configured). */
+  readonly cacheBus: CacheBus;
   /** Where MCP calls waiting on a client's answer are found. */
   readonly mcpTalkBack: McpTalkBack;
   /** Built here, started by the server (server.ts). */
@@ -91,6 +96,7 @@ function buildTally(config: Config, options: TallyOptions, database: Database): 
     { mayTrigger: (db, appId) => triggerCampaigns.mayTrigger(db, appId), fired: triggerWaker(jobs, logger) },
     metrics,
   );
+  const cacheBus = new CacheBus(config.redisUrl, logger);
   const erasureHooks = new ErasureHooks();
   registerCampaignErasure(erasureHooks);
   const context: ServiceContext = {
@@ -102,7 +108,8 @@ function buildTally(config: Config, options: TallyOptions, database: Database): 
     llm: createLlm(config),
     metrics,
     sandbox,
-    keys: new KeyCache(),
+    keys: new KeyCache(clock, cacheBus),
+    apps: new AppCache(clock, cacheBus),
     lexicons: new LexiconCache(),
     erasureHooks,
     triggerCampaigns,
@@ -126,6 +133,7 @@ function buildTally(config: Config, options: TallyOptions, database: Database): 
     sandbox,
     metrics,
     rateLimiter,
+    cacheBus,
     mcpTalkBack,
     jobs,
     works: (job) => keep(job),
@@ -135,6 +143,7 @@ function buildTally(config: Config, options: TallyOptions, database: Database): 
       await jobs.stop();
       await rateLimiter.close();
       await mcpTalkBack.close();
+      await cacheBus.close();
       await sandbox.executor.close();
       if (options.database) return;
       await database.close();

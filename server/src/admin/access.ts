@@ -5,6 +5,7 @@ import { NotFoundError, ValidationError } from '../errors.js';
 import { isUuid } from '../ids.js';
 import type { Db } from '../storage/handle.js';
 import { type AppRow, findApp, listApps } from '../storage/tenancy.js';
+import type { AppCache } from './app-cache.js';
 import type { McpPrincipal, RestPrincipal } from './keys.js';
 
 function appNotFound(appId: string): NotFoundError {
@@ -12,11 +13,17 @@ function appNotFound(appId: string): NotFoundError {
 }
 
 /** The app a REST request acts on: `appId` when given (and allowed), else the key's own app. */
-export async function appForRestKey(db: Db, principal: RestPrincipal, appId?: string): Promise<AppRow> {
+export async function appForRestKey(
+  db: Db,
+  principal: RestPrincipal,
+  appId?: string,
+  /** Read the app from this cache (the ingestion path) rather than the database. */
+  cache?: AppCache,
+): Promise<AppRow> {
   const wanted = appId ?? principal.appId;
   if (!isUuid(wanted)) throw appNotFound(wanted);
   if (wanted !== principal.appId && !principal.orgWide) throw appNotFound(wanted);
-  const app = await findApp(db, wanted);
+  const app = cache ? await cache.find(db, wanted) : await findApp(db, wanted);
   if (!app || app.organization_id !== principal.organizationId) throw appNotFound(wanted);
   return app;
 }

@@ -177,7 +177,7 @@ export async function changeApp(ctx: ServiceContext, id: string, patch: AppSetti
   const errors: FieldError[] = [];
   checkSettings(patch, current, errors);
   refuseIfAny(errors, 'settings');
-  return inTransaction(ctx.db, async (tx) => {
+  const changed = await inTransaction(ctx.db, async (tx) => {
     const after = (await updateApp(tx, id, patch))!;
     await recordAppAction(tx, {
       appId: id,
@@ -188,6 +188,8 @@ export async function changeApp(ctx: ServiceContext, id: string, patch: AppSetti
     });
     return after;
   });
+  ctx.apps.forget(id);
+  return changed;
 }
 
 export async function issueKey(

@@ -16,6 +16,8 @@ import {
   listApiKeys,
   revokeApiKey,
 } from '../storage/tenancy.js';
+import { CACHE_TTL_MS, type CacheBus } from './cache-bus.js';
+import { TtlCache } from './ttl-cache.js';
 
 export type Permission = 'read' | 'write';
 
@@ -70,7 +72,7 @@ export const listKeys = listApiKeys;
 export async function revokeKey(ctx: KeyContext, keyId: string): Promise<ApiKeyRow> {
   const row = isUuid(keyId) ? await revokeApiKey(ctx.db, keyId) : undefined;
   if (!row) throw new NotFoundError(`No API key with id ${keyId}.`);
-  ctx.keys.forget(row.key_hash);
+  ctx.keys.forget(row);
   return row;
 }
 
@@ -78,32 +80,53 @@ export async function getKey(db: Db, keyId: string): Promise<ApiKeyRow | undefin
   return isUuid(keyId) ? findApiKey(db, keyId) : undefined;
 }
 
-// Keys are looked up on every request; a short-lived cache keeps that off the hot path. Revocation
-// in this process clears the entry at once; other instances see it within the TTL.
-const KEY_CACHE_TTL_MS = 5_000;
-
-/** Key rows by hash, each kept a few seconds (a row of null: no such key). */
+/**
+ * Key rows by hash, read from the database once per CACHE_TTL_MS (a row of null: no such key), by
+ * the root's clock. Revocation through a root drops the entry there at once and, with Redis,
+ * everywhere (cache-bus.ts); otherwise other instances read the key again within CACHE_TTL_MS.
+ */
 export class KeyCache {
-  private readonly entries = new Map<string, { row: ApiKeyRow | null; expires: number }>();
+  private readonly rows: TtlCache<ApiKeyRow | null>;
+  /** The hash of each key id read, to drop a key named by id. */
+  private readonly hashes = new Map<string, string>();
+
+  constructor(
+    clock: () => Date = () => new Date(),
+    private readonly bus?: CacheBus,
+  ) {
+    this.rows = new TtlCache(clock, CACHE_TTL_MS);
+    bus?.onChange((change) => {
+      if (change.kind === 'all') {
+        this.rows.clear();
+        this.hashes.clear();
+      } else if (change.kind === 'key') {
+        const hash = this.hashes.get(change.id);
+        if (hash !== undefined) this.rows.delete(hash);
+      }
+    });
+  }
 
   /** How many hashes are cached. */
   get size(): number {
-    return this.entries.size;
+    return this.rows.size;
   }
 
   /** The key with this hash, from the cache while fresh, else from the database. */
-  async lookup(db: Db, keyHash: string): Promise<ApiKeyRow | null> {
-    const now = Date.now();
-    const hit = this.entries.get(keyHash);
-    if (hit && hit.expires > now) return hit.row;
-    const row = (await findApiKeyByHash(db, keyHash)) ?? null;
-    if (this.entries.size > 10_000) this.entries.clear();
-    this.entries.set(keyHash, { row, expires: now + KEY_CACHE_TTL_MS });
-    return row;
+  lookup(db: Db, keyHash: string): Promise<ApiKeyRow | null> {
+    return this.rows.get(keyHash, async () => {
+      const row = (await findApiKeyByHash(db, keyHash)) ?? null;
+      if (row) {
+        if (this.hashes.size >= 10_000) this.hashes.clear();
+        this.hashes.set(row.id, row.key_hash);
+      }
+      return row;
+    });
   }
 
-  forget(keyHash: string): void {
-    this.entries.delete(keyHash);
+  /** The key changed (revoked): read it again here, and tell the other instances. */
+  forget(row: Pick<ApiKeyRow, 'id' | 'key_hash'>): void {
+    this.rows.delete(row.key_hash);
+    this.bus?.publish({ kind: 'key', id: row.id });
   }
 }
 

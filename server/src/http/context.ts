@@ -66,10 +66,14 @@ export function requestContextMiddleware(logger: Logger, observers: RequestObser
     const incoming = req.header('x-request-id');
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', requestId);
-    const log = logger.child({ request_id: requestId });
+    // The request's child logger is made when something logs, not for every request.
+    let log: Logger | undefined;
     const context: RequestContext = {
       requestId,
-      log,
+      get log() {
+        log ??= logger.child({ request_id: requestId });
+        return log;
+      },
       ip: req.ip ?? null,
       userAgent: req.header('user-agent') ?? null,
       origin: `${req.protocol}://${req.get('host') ?? 'localhost'}`,
@@ -86,6 +90,7 @@ export function requestContextMiddleware(logger: Logger, observers: RequestObser
       const status = res.statusCode;
       observers.metrics?.httpRequests.inc({ operation, status: String(status) });
       observers.metrics?.httpDuration.observe({ operation }, seconds);
+      if (!logger.isLevelEnabled('info')) return;
       const line = {
         operation,
         method: req.method,
@@ -93,7 +98,7 @@ export function requestContextMiddleware(logger: Logger, observers: RequestObser
         duration_ms: Math.round(seconds * 10_000) / 10,
         ...(res.writableFinished ? {} : { aborted: true }),
       };
-      void appIdOf(context).then((appId) => log.info(appId ? { ...line, app_id: appId } : line, 'request'));
+      void appIdOf(context).then((appId) => context.log.info(appId ? { ...line, app_id: appId } : line, 'request'));
     });
     next();
   };

@@ -4,7 +4,7 @@
 
 import type { ServiceContext } from '../context.js';
 import { isUuid } from '../ids.js';
-import { type AppRow, findApp } from '../storage/tenancy.js';
+import type { AppRow } from '../storage/tenancy.js';
 import { appsForHost } from './queries/website.js';
 
 function parse(value: string): URL | null {
@@ -68,13 +68,16 @@ export function domainCandidates(origin: string): { hostname: string; entries: s
   return { hostname: url.hostname, entries };
 }
 
-/** What a website request may do: the app it names (a UUID, else none) and whether its origin is allowed. */
+/**
+ * What a website request may do: the app it names (a UUID, else none, read from the root's app
+ * cache) and whether its origin is allowed.
+ */
 export async function websiteAccess(
-  ctx: Pick<ServiceContext, 'db'>,
+  ctx: Pick<ServiceContext, 'db' | 'apps'>,
   appId: string | undefined,
   origin: string | null,
 ): Promise<{ appId: string | undefined; app: AppRow | undefined; origin: string | null; allowed: boolean }> {
-  const app = appId !== undefined && isUuid(appId) ? await findApp(ctx.db, appId) : undefined;
+  const app = appId !== undefined && isUuid(appId) ? await ctx.apps.find(ctx.db, appId) : undefined;
   return { appId, app, origin, allowed: app !== undefined && originAllowed(app, origin) };
 }
 
