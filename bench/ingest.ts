@@ -91,13 +91,21 @@ export type TallyProcess = Awaited<ReturnType<typeof tally>>;
  */
 export async function tally(
   databaseUrl?: string,
-  options: { root?: string; env?: Record<string, string>; onLine?: (line: string) => void; compiled?: boolean } = {},
+  options: {
+    root?: string;
+    env?: Record<string, string>;
+    onLine?: (line: string) => void;
+    compiled?: boolean;
+    /** Options for node itself (`--cpu-prof`), before the script. */
+    nodeArgs?: string[];
+  } = {},
 ): Promise<{ url: string; apiKey: string; appId: string; adminToken: string; child: ChildProcess; dataDir: string }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-'));
   const port = 30000 + Math.floor(Math.random() * 20000);
-  const args = options.compiled
-    ? ['--enable-source-maps', 'server/dist/main.js']
-    : ['--import', 'tsx', 'server/src/main.ts'];
+  const args = [
+    ...(options.nodeArgs ?? []),
+    ...(options.compiled ? ['--enable-source-maps', 'server/dist/main.js'] : ['--import', 'tsx', 'server/src/main.ts']),
+  ];
   const child = spawn(process.execPath, args, {
     cwd: options.root ?? root,
     env: {

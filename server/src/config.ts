@@ -188,6 +188,7 @@ const envSchema = z.object({
   EMBEDDED_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
   CAMPAIGN_WORKERS: z.enum(['on', 'off']).default('on'),
   LEAN_INGESTION: z.enum(['on', 'off']).default('on'),
+  INGEST_QUEUE_LIMIT: z.coerce.number().int().min(100).max(10_000_000).default(20_000),
   PUSH_PENDING_STALE_SECONDS: z.coerce.number().int().positive().max(86_400).default(120),
   MCP_CAMPAIGN_LEAD_MINUTES: z.coerce.number().int().min(1).max(10_080).default(15),
   MCP_CONFIRMATION_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(45),
@@ -245,6 +246,11 @@ export interface Config {
    */
   readonly leanIngestion: boolean;
   /**
+   * Events received and not yet committed, at most (`INGEST_QUEUE_LIMIT`): past it, new ingestion
+   * requests are refused with 503 and `Retry-After` instead of waiting in memory for a slow database.
+   */
+  readonly ingestQueueLimit: number;
+  /**
    * Work an instance took and did not finish in this long was left by a crash: a `pending` delivery
    * whose attempt is older (the sweeper resolves it), and a trigger occurrence whose lease ran out.
    */
@@ -297,6 +303,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedQueryTimeoutMs: e.EMBEDDED_QUERY_TIMEOUT_MS,
     campaignWorkers: e.CAMPAIGN_WORKERS === 'on',
     leanIngestion: e.LEAN_INGESTION === 'on',
+    ingestQueueLimit: e.INGEST_QUEUE_LIMIT,
     pushPendingStaleMs: e.PUSH_PENDING_STALE_SECONDS * 1000,
     mcpCampaignLeadMinutes: e.MCP_CAMPAIGN_LEAD_MINUTES,
     mcpConfirmationTimeoutMs: e.MCP_CONFIRMATION_TIMEOUT_SECONDS * 1000,

@@ -90,7 +90,11 @@ export class RateLimitError extends AppError<'RATE_LIMIT_EXCEEDED'> {
 
 /** The database (or another store a request needs) cannot be reached; the client may retry. */
 export class ServiceUnavailableError extends AppError<'SERVICE_UNAVAILABLE'> {
-  constructor(message = 'The database cannot be reached right now. Retry in a few seconds.') {
+  constructor(
+    message = 'The database cannot be reached right now. Retry in a few seconds.',
+    /** Seconds to wait before trying again (the Retry-After header; 5 when not given). */
+    readonly retryAfter?: number,
+  ) {
     super(STATUS_OF.SERVICE_UNAVAILABLE, 'SERVICE_UNAVAILABLE', message);
   }
 }
@@ -290,7 +294,10 @@ const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Rat
  * sessions, too many SQL queries at once) drops them rather than show requests remaining.
  */
 export function settleRetryHeaders(res: Response, error: AppError): void {
-  if (error.status === 503 && !res.getHeader('Retry-After')) res.setHeader('Retry-After', '5');
+  if (error.status === 503 && !res.getHeader('Retry-After')) {
+    const seconds = error instanceof ServiceUnavailableError ? error.retryAfter : undefined;
+    res.setHeader('Retry-After', String(seconds ?? 5));
+  }
   if (error.status !== 429) return;
   if (!res.getHeader('Retry-After')) {
     const seconds = Number(error.details?.retry_after);

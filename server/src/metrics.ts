@@ -79,6 +79,11 @@ export class Metrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  readonly ingestRefusedFull = new Counter({
+    name: 'tally_ingest_refused_full_total',
+    help: 'Ingestion requests refused with 503 because the event writer already held its limit of events (INGEST_QUEUE_LIMIT).',
+    registers: [this.registry],
+  });
   readonly ingestGroupRetries = new Counter({
     name: 'tally_ingest_group_retries_total',
     help: 'Group commits that failed and were written again request by request.',

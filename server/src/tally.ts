@@ -95,6 +95,8 @@ function buildTally(config: Config, options: TallyOptions, database: Database): 
     logger,
     { mayTrigger: (db, appId) => triggerCampaigns.mayTrigger(db, appId), fired: triggerWaker(jobs, logger) },
     metrics,
+    // The embedded database has one connection: a second group waits there, built and ready.
+    { groupsInFlight: database.kind === 'pglite' ? 2 : 4, queueLimit: config.ingestQueueLimit },
   );
   const cacheBus = new CacheBus(config.redisUrl, logger);
   const erasureHooks = new ErasureHooks();

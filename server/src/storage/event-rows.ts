@@ -1,12 +1,12 @@
-// What one app's events write inside the event writer's transaction (event-writer.ts): insert_id
-// dedup against the 7-day window, the event rows, trigger outbox rows for the events that may fire
-// a trigger campaign, each user's counters and last activity, and the event dictionary with its
-// daily volumes. Multi-row statements of at most ROWS_PER_STATEMENT rows, in a stable order.
+// What one app's part of a group of the event writer (event-writer.ts) writes: one call of the
+// database function tally_ingest (migrations/023-ingest-function.ts), which resolves, locks and
+// creates the users, applies the identity rule of website events, dedups by insert_id (7-day
+// window), stores the events, the trigger outbox rows and the visits, and adds to the per-user
+// counters and the event dictionary, all in the one statement's transaction. This module turns the
+// requests into the call's JSON and its answer back into each event's result.
 import type { Knex } from 'knex';
 import { uuidv7 } from '../ids.js';
-import { chunks, ROWS_PER_STATEMENT } from './event-writer-users.js';
 import { DEDUP_WINDOW_DAYS } from './events.js';
-import { insertTriggerOutbox } from './ingested-rows.js';
 
 export interface IngestEvent {
   appId: string;
@@ -35,6 +35,26 @@ export interface IngestResult {
   duplicate: boolean;
 }
 
+/** A website visit, written with its request's page_view event; its user is the one `userRef` names. */
+export interface VisitWrite {
+  id: string;
+  app_id: string;
+  visitor_id: string;
+  visit_url: string;
+  path: string | null;
+  referrer: string | null;
+  page_title: string | null;
+  ua: string | null;
+  ip: string | null;
+  signals: Record<string, unknown>;
+  advanced_signals: Record<string, unknown> | null;
+  is_bot: boolean;
+  bot_reason: string | null;
+  event_id: string | null;
+  created_at: Date;
+  userRef: string;
+}
+
 /** Trigger campaigns: a cheap per-app check, and the wake-up of the worker after a commit. */
 export interface TriggerHooks {
   mayTrigger(db: Knex, appId: string): Promise<boolean>;
@@ -44,229 +64,98 @@ export interface TriggerHooks {
 /** Events whose client time is older than this never fire triggers. */
 export const TRIGGER_MAX_AGE_MS = 3_600_000;
 
-export async function writeAppEvents(
-  trx: Knex.Transaction,
+/** One request's events and visits: stored all or none. */
+export interface RequestRows {
+  events: IngestEvent[];
+  visits: VisitWrite[];
+}
+
+export interface AppPartResult {
+  /** Each request's results, or null for a request refused by the identity rule. */
+  results: (IngestResult[] | null)[];
+  /** Of each refused request, the identifiers that named users closed to browsers. */
+  refusedRefs: Map<number, string[]>;
+  /** Trigger outbox rows written. */
+  outbox: number;
+}
+
+interface FunctionAnswer {
+  refused: number[];
+  bad: number[];
+  i: number[];
+  ids: string[];
+  dups: boolean[];
+  outbox: number;
+}
+
+const DEDUP_WINDOW = `${DEDUP_WINDOW_DAYS} days`;
+
+/** Stores one app's requests in one statement (its own transaction); each request is all or nothing. */
+export async function writeAppPart(
+  db: Knex,
   appId: string,
-  indexes: number[],
-  events: IngestEvent[],
-  results: IngestResult[],
-  userIds: Map<string, string>,
+  requests: RequestRows[],
   triggers: TriggerHooks | undefined,
-  outbox: { rows: number },
-): Promise<void> {
-  const toStore = await dedupByInsertId(trx, appId, indexes, events, results);
-  if (toStore.length === 0) return;
-  toStore.sort((a, b) => a - b);
-  await insertEvents(trx, appId, toStore, events, results, userIds);
-  if (triggers) outbox.rows += await queueTriggerOccurrences(trx, appId, toStore, events, results, userIds, triggers);
-  await addUserActivity(trx, appId, toStore, events, userIds);
-  await addToEventDictionary(trx, appId, toStore, events);
-}
-
-/**
- * insert_id dedup: repeats inside this write first, then against the table (7-day window). Fills
- * `results` for every index and returns the indexes of the events to store.
- */
-async function dedupByInsertId(
-  trx: Knex.Transaction,
-  appId: string,
-  indexes: number[],
-  events: IngestEvent[],
-  results: IngestResult[],
-): Promise<number[]> {
-  const firstByInsertId = new Map<string, number>();
-  const toStore: number[] = [];
-  for (const i of indexes) {
-    const insertId = events[i]!.insertId;
-    if (insertId === undefined) {
-      toStore.push(i);
-      results[i] = { eventId: events[i]!.id ?? uuidv7(events[i]!.receivedAt.getTime()), duplicate: false };
-    } else if (!firstByInsertId.has(insertId)) {
-      firstByInsertId.set(insertId, i);
-      results[i] = { eventId: uuidv7(events[i]!.receivedAt.getTime()), duplicate: false };
-    }
-  }
-  if (firstByInsertId.size === 0) return toStore;
-  const originals = await earlierEventIds(trx, appId, firstByInsertId, events, results);
-  for (const [insertId, i] of firstByInsertId) {
-    const original = originals.get(insertId);
-    if (original) results[i] = { eventId: original, duplicate: true };
-    else toStore.push(i);
-  }
-  for (const i of indexes) {
-    const insertId = events[i]!.insertId;
-    if (insertId !== undefined && results[i] === undefined) {
-      results[i] = { eventId: results[firstByInsertId.get(insertId)!]!.eventId, duplicate: true };
-    }
-  }
-  return toStore;
-}
-
-/** Claims each insert_id for this write; returns the event ids of those already stored within the window. */
-async function earlierEventIds(
-  trx: Knex.Transaction,
-  appId: string,
-  firstByInsertId: Map<string, number>,
-  events: IngestEvent[],
-  results: IngestResult[],
-): Promise<Map<string, string>> {
-  const claimed = new Set<string>();
-  for (const chunk of chunks([...firstByInsertId], ROWS_PER_STATEMENT)) {
-    const values = chunk.map(() => '(?::uuid, ?, ?::uuid, ?::timestamptz)').join(', ');
-    const bindings = chunk.flatMap(([insertId, i]) => [appId, insertId, results[i]!.eventId, events[i]!.receivedAt]);
-    const { rows } = await trx.raw(
-      `insert into event_dedup (app_id, insert_id, event_id, received_at) values ${values}
-         on conflict (app_id, insert_id) do update set event_id = excluded.event_id, received_at = excluded.received_at
-         where event_dedup.received_at < excluded.received_at - interval '${DEDUP_WINDOW_DAYS} days'
-         returning insert_id`,
-      bindings,
-    );
-    for (const r of rows as { insert_id: string }[]) claimed.add(r.insert_id);
-  }
-  const repeats = [...firstByInsertId.keys()].filter((id) => !claimed.has(id));
-  const originals = new Map<string, string>();
-  for (const chunk of chunks(repeats, ROWS_PER_STATEMENT)) {
-    const rows = await trx('event_dedup')
-      .where({ app_id: appId })
-      .whereIn('insert_id', chunk)
-      .select('insert_id', 'event_id');
-    for (const r of rows) originals.set(r.insert_id, r.event_id);
-  }
-  return originals;
-}
-
-async function insertEvents(
-  trx: Knex.Transaction,
-  appId: string,
-  toStore: number[],
-  events: IngestEvent[],
-  results: IngestResult[],
-  userIds: Map<string, string>,
-): Promise<void> {
-  for (const chunk of chunks(toStore, ROWS_PER_STATEMENT)) {
-    await trx('events').insert(
-      chunk.map((i) => {
-        const e = events[i]!;
-        return {
-          id: results[i]!.eventId,
-          app_id: appId,
-          user_id: userIds.get(e.userRef)!,
-          event_name: e.eventName,
-          properties: JSON.stringify(e.properties),
-          ip: e.ip ?? null,
-          ua: e.ua ?? null,
-          source: e.source,
-          is_bot: e.isBot,
-          created_at: e.createdAt,
-          received_at: e.receivedAt,
-        };
-      }),
-    );
-  }
-}
-
-/** Outbox rows for the stored events a trigger campaign may answer; returns how many were written. */
-async function queueTriggerOccurrences(
-  trx: Knex.Transaction,
-  appId: string,
-  toStore: number[],
-  events: IngestEvent[],
-  results: IngestResult[],
-  userIds: Map<string, string>,
-  triggers: TriggerHooks,
-): Promise<number> {
-  const firing = toStore.filter((i) => {
-    const e = events[i]!;
-    return e.source !== 'demo' && !e.isBot && e.receivedAt.getTime() - e.createdAt.getTime() <= TRIGGER_MAX_AGE_MS;
+): Promise<AppPartResult> {
+  const newUser = new Map<string, string>();
+  const newDef = new Map<string, string>();
+  const rows: unknown[] = [];
+  const visits: unknown[] = [];
+  const owner: { req: number; at: number }[] = [];
+  let fires = false;
+  requests.forEach((request, req) => {
+    request.events.forEach((e, at) => {
+      let user = newUser.get(e.userRef);
+      if (!user) newUser.set(e.userRef, (user = uuidv7(e.createdAt.getTime())));
+      let def = newDef.get(e.eventName);
+      if (!def) newDef.set(e.eventName, (def = uuidv7()));
+      const fire =
+        e.source !== 'demo' && !e.isBot && e.receivedAt.getTime() - e.createdAt.getTime() <= TRIGGER_MAX_AGE_MS;
+      fires ||= fire;
+      rows.push({
+        i: owner.length,
+        req,
+        ref: e.userRef,
+        name: e.eventName,
+        props: e.properties,
+        ip: e.ip ?? null,
+        ua: e.ua ?? null,
+        insert_id: e.insertId ?? null,
+        created_at: e.createdAt,
+        received_at: e.receivedAt,
+        id: e.id ?? uuidv7(e.receivedAt.getTime()),
+        source: e.source,
+        is_bot: e.isBot,
+        verified: e.verified === true,
+        fires: fire,
+        new_user: user,
+        new_def: def,
+      });
+      owner.push({ req, at });
+    });
+    for (const { userRef, app_id: _, ...v } of request.visits) visits.push({ ...v, req, ref: userRef });
   });
-  if (firing.length === 0 || !(await triggers.mayTrigger(trx, appId))) return 0;
-  let rows = 0;
-  for (const chunk of chunks(firing, ROWS_PER_STATEMENT)) {
-    rows += await insertTriggerOutbox(
-      trx,
-      appId,
-      chunk.map((i) => ({
-        eventId: results[i]!.eventId,
-        userId: userIds.get(events[i]!.userRef)!,
-        eventName: events[i]!.eventName,
-        eventAt: events[i]!.createdAt,
-        receivedAt: events[i]!.receivedAt,
-      })),
-    );
+  const outbox = fires && triggers ? await triggers.mayTrigger(db, appId) : false;
+  const { rows: answer } = await db.raw<{ rows: { r: FunctionAnswer }[] }>(
+    'select tally_ingest(?::uuid, ?::jsonb, ?::jsonb, ?::boolean, ?::interval) as r',
+    [appId, JSON.stringify(rows), JSON.stringify(visits), outbox, DEDUP_WINDOW],
+  );
+  const r = answer[0]!.r;
+  const refused = new Set(r.refused);
+  const results = requests.map((request, req) =>
+    refused.has(req) ? null : new Array<IngestResult>(request.events.length),
+  );
+  r.i.forEach((i, k) => {
+    const { req, at } = owner[i]!;
+    results[req]![at] = { eventId: r.ids[k]!, duplicate: r.dups[k]! };
+  });
+  const refusedRefs = new Map<number, string[]>();
+  for (const i of r.bad) {
+    const { req, at } = owner[i]!;
+    const refs = refusedRefs.get(req) ?? [];
+    const ref = requests[req]!.events[at]!.userRef;
+    if (!refs.includes(ref)) refs.push(ref);
+    refusedRefs.set(req, refs);
   }
-  return rows;
-}
-
-/** Per-user counters and last activity. */
-async function addUserActivity(
-  trx: Knex.Transaction,
-  appId: string,
-  toStore: number[],
-  events: IngestEvent[],
-  userIds: Map<string, string>,
-): Promise<void> {
-  const perUser = new Map<string, { n: number; last: Date }>();
-  for (const i of toStore) {
-    const e = events[i]!;
-    const id = userIds.get(e.userRef)!;
-    const agg = perUser.get(id);
-    if (!agg) perUser.set(id, { n: 1, last: e.createdAt });
-    else {
-      agg.n++;
-      if (e.createdAt > agg.last) agg.last = e.createdAt;
-    }
-  }
-  const users = [...perUser].sort(([a], [b]) => (a < b ? -1 : 1));
-  for (const chunk of chunks(users, ROWS_PER_STATEMENT)) {
-    await trx.raw(
-      `update users u set event_count = u.event_count + v.n,
-         last_active = greatest(u.last_active, v.last), updated_at = now()
-       from (values ${chunk.map(() => '(?::uuid, ?::bigint, ?::timestamptz)').join(', ')}) as v(id, n, last)
-       where u.app_id = ?::uuid and u.id = v.id`,
-      [...chunk.flatMap(([id, a]) => [id, a.n, a.last]), appId],
-    );
-  }
-}
-
-/** The event dictionary and daily volumes. */
-async function addToEventDictionary(
-  trx: Knex.Transaction,
-  appId: string,
-  toStore: number[],
-  events: IngestEvent[],
-): Promise<void> {
-  const perName = new Map<string, { n: number; first: Date; last: Date; days: Map<string, number> }>();
-  for (const i of toStore) {
-    const e = events[i]!;
-    const day = e.createdAt.toISOString().slice(0, 10);
-    const agg = perName.get(e.eventName);
-    if (!agg) perName.set(e.eventName, { n: 1, first: e.createdAt, last: e.createdAt, days: new Map([[day, 1]]) });
-    else {
-      agg.n++;
-      if (e.createdAt < agg.first) agg.first = e.createdAt;
-      if (e.createdAt > agg.last) agg.last = e.createdAt;
-      agg.days.set(day, (agg.days.get(day) ?? 0) + 1);
-    }
-  }
-  const names = [...perName].sort(([a], [b]) => (a < b ? -1 : 1));
-  for (const chunk of chunks(names, ROWS_PER_STATEMENT)) {
-    await trx.raw(
-      `insert into event_definitions (id, app_id, event_name, first_seen, last_seen, volume)
-       values ${chunk.map(() => '(?::uuid, ?::uuid, ?, ?::timestamptz, ?::timestamptz, ?::bigint)').join(', ')}
-       on conflict (app_id, event_name) do update set
-         first_seen = least(event_definitions.first_seen, excluded.first_seen),
-         last_seen = greatest(event_definitions.last_seen, excluded.last_seen),
-         volume = event_definitions.volume + excluded.volume`,
-      chunk.flatMap(([name, a]) => [uuidv7(), appId, name, a.first, a.last, a.n]),
-    );
-  }
-  const dayRows = names.flatMap(([name, a]) => [...a.days].sort().map(([day, n]) => [name, day, n] as const));
-  for (const chunk of chunks(dayRows, ROWS_PER_STATEMENT)) {
-    await trx.raw(
-      `insert into event_daily_counts (app_id, event_name, day, count)
-       values ${chunk.map(() => '(?::uuid, ?, ?::date, ?::bigint)').join(', ')}
-       on conflict (app_id, event_name, day) do update set count = event_daily_counts.count + excluded.count`,
-      chunk.flatMap(([name, day, n]) => [appId, name, day, n]),
-    );
-  }
+  return { results, refusedRefs, outbox: r.outbox };
 }

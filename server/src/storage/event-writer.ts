@@ -1,27 +1,39 @@
-// The event writer, with group commit: events of concurrent requests are written together in one
-// transaction of multi-row statements, and each request is answered only after its rows are
-// committed. One request's rows are all-or-nothing (a website visit is written in the same
-// transaction as its page_view event); if a grouped write fails, each request of the group is
-// retried on its own so one bad request never sinks the others. It writes what it is given: the
-// ingestion policies (tracking/ingestion.ts, the only caller) have been applied before.
+// The event writer, with group commit: events of concurrent requests are written together, and
+// each request is answered only after its rows are committed. A group is split by app, and each
+// app's part is one call of the database function tally_ingest (event-rows.ts), so one round trip
+// and its own transaction: one request's rows are all-or-nothing (a website visit is written with
+// its page_view event). Several groups are in flight at once on several connections (the counters
+// they share are taken last and in key order, so they never deadlock); requests arriving meanwhile
+// form the next group. If a grouped write fails, each of its requests is retried on its own, so one
+// bad request never sinks the others. It writes what it is given: the ingestion policies
+// (tracking/ingestion.ts, the only caller) have been applied before.
 // For apps that may have trigger campaigns (a cached check), the events that can fire one (not demo
-// data, not bot traffic, client time at most an hour old) are matched to those campaigns and
-// written to the trigger outbox in the same transaction; the worker is woken after the commit.
-// Website events sent without a valid user_hash may only reach users open to browsers
-// (`openToBrowsers`): that is checked on the user rows as this transaction resolved and locked
-// them, and a request that names any other user is refused alone while the rest of its group is
-// written without it.
+// data, not bot traffic, client time at most an hour old) go to the trigger outbox in the same
+// transaction; the worker is woken after the commit.
+// Website events sent without a valid user_hash may only reach users open to browsers: that is
+// checked on the user rows as the function resolved and locked them, and a request that names any
+// other user is refused alone while the rest of its group is written without it.
+// Memory is bounded: past `queueLimit` events waiting or in flight, new requests are refused at
+// once (IngestQueueFullError, a 503 with Retry-After) instead of piling up behind a slow database.
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.js';
-import { type IngestEvent, type IngestResult, type TriggerHooks, writeAppEvents } from './event-rows.js';
-import { resolveOrCreateUsers } from './event-writer-users.js';
-import { insertVisits, type VisitRow } from './ingested-rows.js';
+import {
+  type IngestEvent,
+  type IngestResult,
+  type RequestRows,
+  type TriggerHooks,
+  type VisitWrite,
+  writeAppPart,
+} from './event-rows.js';
 
-export { type IngestEvent, type IngestResult, TRIGGER_MAX_AGE_MS, type TriggerHooks } from './event-rows.js';
-
-/** A visit to write with its request's events; its user is the one `userRef` names. */
-export type VisitWrite = Omit<VisitRow, 'user_id' | 'received_at'> & { userRef: string };
+export {
+  type IngestEvent,
+  type IngestResult,
+  TRIGGER_MAX_AGE_MS,
+  type TriggerHooks,
+  type VisitWrite,
+} from './event-rows.js';
 
 /**
  * Website events without a valid user_hash named users that are not open to browsers (created
@@ -31,115 +43,150 @@ export class ClosedToBrowsersError extends Error {
   constructor(
     /** The identifiers, as the request gave them, that name such users. */
     readonly userRefs: string[],
-    /** Positions of the refused events in the write that found them. */
-    readonly eventIndexes: number[] = [],
   ) {
     super(`Website events without a user_hash named users that are not open to browsers: ${userRefs.join(', ')}`);
   }
 }
 
-interface PendingRequest {
-  events: IngestEvent[];
-  visits: VisitWrite[];
+/** More events are waiting to be written than the writer holds: the request is refused, not queued. */
+export class IngestQueueFullError extends Error {
+  constructor(
+    readonly queued: number,
+    readonly limit: number,
+  ) {
+    super(`${queued} events are waiting to be written (at most ${limit})`);
+  }
+}
+
+interface PendingRequest extends RequestRows {
+  appId: string;
   resolve(results: IngestResult[]): void;
   reject(err: unknown): void;
 }
 
-const MAX_EVENTS_PER_TRANSACTION = 5_000;
+export interface EventWriterOptions {
+  /** Groups written at once, each on its own connection (1 on a database with one connection). */
+  groupsInFlight?: number;
+  /** Events waiting or in flight, at most; past it submit() refuses. */
+  queueLimit?: number;
+}
+
+const MAX_EVENTS_PER_GROUP = 5_000;
+/** serialization_failure and deadlock_detected: the statement rolled back whole and may run again. */
+const RETRIED_STATES = new Set(['40001', '40P01']);
+const WRITE_ATTEMPTS = 4;
 
 export class EventWriter {
   private pending: PendingRequest[] = [];
-  /** Events of the group being written. */
-  private inFlight = 0;
-  private flushing: Promise<void> | null = null;
+  private pendingEvents = 0;
+  /** Events of the groups being written. */
+  private inFlightEvents = 0;
+  private inFlightGroups = 0;
+  private scheduled = false;
+  private idleWaiters: (() => void)[] = [];
+  private readonly groupsInFlight: number;
+  private readonly queueLimit: number;
 
   constructor(
     private readonly db: Knex,
     private readonly logger: Logger,
     private readonly triggers?: TriggerHooks,
     private readonly metrics?: Metrics,
-  ) {}
+    options: EventWriterOptions = {},
+  ) {
+    this.groupsInFlight = Math.max(1, options.groupsInFlight ?? 1);
+    this.queueLimit = options.queueLimit ?? Number.POSITIVE_INFINITY;
+  }
 
   /** Events submitted and not yet committed (or refused). */
   get queuedEvents(): number {
-    let n = this.inFlight;
-    for (const request of this.pending) n += request.events.length;
-    return n;
+    return this.pendingEvents + this.inFlightEvents;
   }
 
-  /** Stores one request's events and visits (all or none) and resolves once they are committed. */
+  /**
+   * Stores one request's events and visits (all or none) and resolves once they are committed.
+   * Throws IngestQueueFullError at once when the writer already holds its limit of events.
+   */
   submit(events: IngestEvent[], visits: VisitWrite[] = []): Promise<IngestResult[]> {
     if (events.length === 0 && visits.length === 0) return Promise.resolve([]);
+    const queued = this.queuedEvents;
+    if (queued > 0 && queued + events.length > this.queueLimit) {
+      this.metrics?.ingestRefusedFull.inc();
+      return Promise.reject(new IngestQueueFullError(queued, this.queueLimit));
+    }
+    const appId = events[0]?.appId ?? visits[0]!.app_id;
     return new Promise((resolve, reject) => {
-      this.pending.push({ events, visits, resolve, reject });
-      if (!this.flushing) this.flushing = this.drain();
+      this.pending.push({ appId, events, visits, resolve, reject });
+      this.pendingEvents += events.length;
+      this.schedule();
     });
   }
 
   /** Waits until everything submitted so far is written. */
-  async idle(): Promise<void> {
-    while (this.flushing) await this.flushing;
+  idle(): Promise<void> {
+    if (this.pending.length === 0 && this.inFlightGroups === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private async drain(): Promise<void> {
-    // Yield once so that requests arriving in the same turn of the event loop join this group.
-    await new Promise((r) => setImmediate(r));
-    try {
-      while (this.pending.length > 0) {
-        let count = 0;
-        let take = 0;
-        while (
-          take < this.pending.length &&
-          (take === 0 || count + this.pending[take]!.events.length <= MAX_EVENTS_PER_TRANSACTION)
-        ) {
-          count += this.pending[take]!.events.length;
-          take++;
-        }
-        this.inFlight = count;
-        this.metrics?.ingestBatchEvents.observe(count);
-        try {
-          await this.flushGroup(this.pending.splice(0, take));
-        } finally {
-          this.inFlight = 0;
-        }
+  /** Starts groups on the next turn of the event loop, so that requests of this turn join them. */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.startGroups();
+    });
+  }
+
+  private startGroups(): void {
+    while (this.pending.length > 0 && this.inFlightGroups < this.groupsInFlight) {
+      let count = 0;
+      let take = 0;
+      while (
+        take < this.pending.length &&
+        (take === 0 || count + this.pending[take]!.events.length <= MAX_EVENTS_PER_GROUP)
+      ) {
+        count += this.pending[take]!.events.length;
+        take++;
       }
-    } finally {
-      this.flushing = null;
+      const group = this.pending.splice(0, take);
+      this.pendingEvents -= count;
+      this.inFlightEvents += count;
+      this.inFlightGroups++;
+      this.metrics?.ingestBatchEvents.observe(count);
+      void this.flushGroup(group).finally(() => {
+        this.inFlightEvents -= count;
+        this.inFlightGroups--;
+        if (this.pending.length > 0) this.startGroups();
+        else if (this.inFlightGroups === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+      });
     }
   }
 
+  /** Each app's part of the group at once; each part is its own transaction. */
   private async flushGroup(group: PendingRequest[]): Promise<void> {
-    let pending = group;
+    const byApp = new Map<string, PendingRequest[]>();
+    for (const request of group) {
+      const part = byApp.get(request.appId);
+      if (part) part.push(request);
+      else byApp.set(request.appId, [request]);
+    }
+    await Promise.all([...byApp].map(([appId, part]) => this.flushPart(appId, part)));
+  }
+
+  private async flushPart(appId: string, part: PendingRequest[]): Promise<void> {
     try {
-      for (;;) {
-        try {
-          const results = await this.write(
-            pending.flatMap((r) => r.events),
-            pending.flatMap((r) => r.visits),
-          );
-          let offset = 0;
-          for (const request of pending) {
-            request.resolve(results.slice(offset, offset + request.events.length));
-            offset += request.events.length;
-          }
-          return;
-        } catch (err) {
-          if (!(err instanceof ClosedToBrowsersError)) throw err;
-          // Refuse the requests that named such users; write the rest of the group without them.
-          pending = refuseClosed(pending, err);
-          if (pending.length === 0) return;
-        }
-      }
+      this.settle(part, await this.write(appId, part));
     } catch (err) {
-      if (pending.length === 1) {
-        pending[0]!.reject(err);
+      if (part.length === 1) {
+        part[0]!.reject(err);
         return;
       }
       this.logger.warn({ err }, 'grouped event write failed; retrying each request on its own');
       this.metrics?.ingestGroupRetries.inc();
-      for (const request of pending) {
+      for (const request of part) {
         try {
-          request.resolve(await this.write(request.events, request.visits));
+          this.settle([request], await this.write(appId, [request]));
         } catch (single) {
           request.reject(single);
         }
@@ -147,70 +194,40 @@ export class EventWriter {
     }
   }
 
-  private async write(events: IngestEvent[], visits: VisitWrite[]): Promise<IngestResult[]> {
-    const outbox = { rows: 0 };
-    const stopTimer = this.metrics?.ingestCommitDuration.startTimer();
-    const results = await this.db.transaction(async (trx) => {
-      const results = new Array<IngestResult>(events.length);
-      const byApp = new Map<string, number[]>();
-      events.forEach((e, i) => {
-        const list = byApp.get(e.appId);
-        if (list) list.push(i);
-        else byApp.set(e.appId, [i]);
-      });
-      // Every app's users first: the requests refused by the identity rule are all found before
-      // anything is written, so a group is written again at most once without them.
-      const users = new Map<string, Map<string, string>>();
-      const refused: number[] = [];
-      for (const [appId, indexes] of byApp) {
-        const { ids, closed } = await resolveOrCreateUsers(
-          trx,
-          appId,
-          indexes.map((i) => events[i]!),
-        );
-        users.set(appId, ids);
-        for (const i of indexes) {
-          const e = events[i]!;
-          if (e.source === 'website' && !e.verified && closed.has(ids.get(e.userRef)!)) refused.push(i);
-        }
-      }
-      if (refused.length > 0) {
-        throw new ClosedToBrowsersError([...new Set(refused.map((i) => events[i]!.userRef))], refused);
-      }
-      for (const [appId, indexes] of byApp) {
-        const userIds = users.get(appId)!;
-        await writeAppEvents(trx, appId, indexes, events, results, userIds, this.triggers, outbox);
-        const mine = visits.filter((v) => v.app_id === appId);
-        if (mine.length > 0) {
-          await insertVisits(
-            trx,
-            mine.map(({ userRef, ...v }) => ({ ...v, user_id: userIds.get(userRef)! })),
-          );
-        }
-      }
-      return results;
+  private settle(part: PendingRequest[], written: Awaited<ReturnType<typeof writeAppPart>>): void {
+    part.forEach((request, i) => {
+      const results = written.results[i];
+      if (results) request.resolve(results);
+      else request.reject(new ClosedToBrowsersError(written.refusedRefs.get(i) ?? []));
     });
+  }
+
+  private async write(appId: string, part: PendingRequest[]) {
+    const stopTimer = this.metrics?.ingestCommitDuration.startTimer();
+    let written: Awaited<ReturnType<typeof writeAppPart>>;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        written = await writeAppPart(this.db, appId, part, this.triggers);
+        break;
+      } catch (err) {
+        // A user erased while the call resolved it, or a deadlock with another kind of write: the
+        // call changed nothing, and runs again from the start.
+        if (attempt >= WRITE_ATTEMPTS || !RETRIED_STATES.has((err as { code?: string }).code ?? '')) throw err;
+      }
+    }
     stopTimer?.();
     if (this.metrics) {
-      const duplicates = results.filter((r) => r.duplicate).length;
-      this.metrics.ingestEvents.inc({ outcome: 'written' }, events.length - duplicates);
+      let events = 0;
+      let duplicates = 0;
+      for (const results of written.results) {
+        if (!results) continue;
+        events += results.length;
+        for (const r of results) if (r.duplicate) duplicates++;
+      }
+      this.metrics.ingestEvents.inc({ outcome: 'written' }, events - duplicates);
       this.metrics.ingestEvents.inc({ outcome: 'duplicate' }, duplicates);
     }
-    if (outbox.rows > 0) this.triggers?.fired();
-    return results;
+    if (written.outbox > 0) this.triggers?.fired();
+    return written;
   }
-}
-
-/** Rejects the requests owning the refused events (each with its own identifiers); returns the others. */
-function refuseClosed(group: PendingRequest[], err: ClosedToBrowsersError): PendingRequest[] {
-  const refused = new Set(err.eventIndexes);
-  const kept: PendingRequest[] = [];
-  let offset = 0;
-  for (const request of group) {
-    const mine = request.events.filter((_, i) => refused.has(offset + i));
-    offset += request.events.length;
-    if (mine.length === 0) kept.push(request);
-    else request.reject(new ClosedToBrowsersError([...new Set(mine.map((e) => e.userRef))]));
-  }
-  return kept;
 }

@@ -11,11 +11,12 @@
 // A request's events are all or nothing: any bad one refuses the whole request, naming each.
 
 import type { ServiceContext } from '../context.js';
-import { type FieldError, ValidationError } from '../errors.js';
+import { type FieldError, ServiceUnavailableError, ValidationError } from '../errors.js';
 import { codePointLength, inputViolations, MAX_REPORTED, textViolation } from '../input-rules.js';
 import {
   ClosedToBrowsersError,
   type IngestEvent,
+  IngestQueueFullError,
   type IngestResult,
   type VisitWrite,
 } from '../storage/event-writer.js';
@@ -161,6 +162,12 @@ export async function ingest(
     return await ctx.ingestor.submit(events, visits);
   } catch (err) {
     if (err instanceof ClosedToBrowsersError) throw notOpenToBrowsers(err.userRefs[0]!);
+    if (err instanceof IngestQueueFullError) {
+      throw new ServiceUnavailableError(
+        'Tally is receiving events faster than its database stores them right now; nothing of this request was stored. Send it again after the seconds in Retry-After.',
+        1,
+      );
+    }
     throw err;
   }
 }
