@@ -106,9 +106,15 @@ export async function writeAppPart(
   requests.forEach((request, req) => {
     request.events.forEach((e, at) => {
       let user = newUser.get(e.userRef);
-      if (!user) newUser.set(e.userRef, (user = uuidv7(e.createdAt.getTime())));
+      if (!user) {
+        user = uuidv7(e.createdAt.getTime());
+        newUser.set(e.userRef, user);
+      }
       let def = newDef.get(e.eventName);
-      if (!def) newDef.set(e.eventName, (def = uuidv7()));
+      if (!def) {
+        def = uuidv7();
+        newDef.set(e.eventName, def);
+      }
       const fire =
         e.source !== 'demo' && !e.isBot && e.receivedAt.getTime() - e.createdAt.getTime() <= TRIGGER_MAX_AGE_MS;
       fires ||= fire;
