@@ -77,6 +77,6 @@ export const STATUS_OF = {
   NOT_IMPLEMENTED: 501,
   /** The push provider refused for good (a failure it may recover from is retried in the background instead). `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. */
   PROVIDER_ERROR: 502,
-  /** The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached. Retry after the seconds in `Retry-After`. */
+  /** The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or, on the event endpoints, events arrive faster than the database stores them and the server already holds as many as it queues (`INGEST_QUEUE_LIMIT`); nothing of the refused request was stored. Retry after the seconds in `Retry-After`. */
   SERVICE_UNAVAILABLE: 503,
 } as const satisfies Record<KnownErrorCode, number>;

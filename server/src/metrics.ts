@@ -84,6 +84,12 @@ export class Metrics {
     help: 'Ingestion requests refused with 503 because the event writer already held its limit of events (INGEST_QUEUE_LIMIT).',
     registers: [this.registry],
   });
+  readonly ingestWriteRetries = new Counter({
+    name: 'tally_ingest_write_retries_total',
+    help: 'Writes of the event writer that rolled back whole and ran again, by reason (erased: a user erased while it was written; deadlock: with another kind of write).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly ingestGroupRetries = new Counter({
     name: 'tally_ingest_group_retries_total',
     help: 'Group commits that failed and were written again request by request.',

@@ -191,38 +191,49 @@ describe('POST /v1/events/batch', () => {
 });
 
 describe('concurrent ingestion (group commit)', () => {
-  it('stores 2,000 events from 50 concurrent clients exactly once, with and without repeated insert_ids', async () => {
-    const app = await server.createTenant();
-    const clients = 50;
-    const perClient = 40;
-    await Promise.all(
-      Array.from({ length: clients }, async (_, c) => {
-        for (let i = 0; i < perClient; i++) {
-          const n = c * perClient + i;
-          // Every fourth event carries an insert_id that another client also sends.
-          const insert_id = n % 4 === 0 ? `shared-${n % 400}` : undefined;
-          const { error } = await app.client.eventsTrack({
-            body: { event_name: 'load', user_id: `cc-${n % 25}`, insert_id, properties: { n } },
-          });
-          if (error) throw new Error(JSON.stringify(error));
-        }
-      }),
-    );
-    const stored = await db()('events').where({ app_id: app.app.id }).count<{ count: string }[]>('* as count');
-    const withInsertIds = new Set(
-      Array.from({ length: 2000 }, (_, n) => n)
-        .filter((n) => n % 4 === 0)
-        .map((n) => n % 400),
-    ).size;
-    const expected = 2000 - 500 + withInsertIds;
-    expect(Number(stored[0]!.count)).toBe(expected);
-    const counts = await db()('users').where({ app_id: app.app.id }).sum<{ sum: string }[]>('event_count as sum');
-    expect(Number(counts[0]!.sum)).toBe(expected);
-    const perUser = await db()('events')
-      .where({ 'events.app_id': app.app.id })
-      .join('users', 'users.id', 'events.user_id')
-      .groupBy('users.id', 'users.event_count')
-      .select('users.event_count', db().raw('count(*) as n'));
-    for (const row of perUser) expect(row.event_count).toBe(row.n);
-  });
+  it.each([
+    ['the lean path', {}],
+    ['the Express app (LEAN_INGESTION=off)', { LEAN_INGESTION: 'off' }],
+  ])(
+    'stores 2,000 events from 50 concurrent clients exactly once, with and without repeated insert_ids, through %s',
+    async (_, env) => {
+      const target = Object.keys(env).length === 0 ? server : await startTestServer(env, { database: server.db });
+      const app = await target.createTenant();
+      const clients = 50;
+      const perClient = 40;
+      try {
+        await Promise.all(
+          Array.from({ length: clients }, async (_, c) => {
+            for (let i = 0; i < perClient; i++) {
+              const n = c * perClient + i;
+              // Every fourth event carries an insert_id that another client also sends.
+              const insert_id = n % 4 === 0 ? `shared-${n % 400}` : undefined;
+              const { error } = await app.client.eventsTrack({
+                body: { event_name: 'load', user_id: `cc-${n % 25}`, insert_id, properties: { n } },
+              });
+              if (error) throw new Error(JSON.stringify(error));
+            }
+          }),
+        );
+      } finally {
+        if (target !== server) await target.close();
+      }
+      const stored = await db()('events').where({ app_id: app.app.id }).count<{ count: string }[]>('* as count');
+      const withInsertIds = new Set(
+        Array.from({ length: 2000 }, (_, n) => n)
+          .filter((n) => n % 4 === 0)
+          .map((n) => n % 400),
+      ).size;
+      const expected = 2000 - 500 + withInsertIds;
+      expect(Number(stored[0]!.count)).toBe(expected);
+      const counts = await db()('users').where({ app_id: app.app.id }).sum<{ sum: string }[]>('event_count as sum');
+      expect(Number(counts[0]!.sum)).toBe(expected);
+      const perUser = await db()('events')
+        .where({ 'events.app_id': app.app.id })
+        .join('users', 'users.id', 'events.user_id')
+        .groupBy('users.id', 'users.event_count')
+        .select('users.event_count', db().raw('count(*) as n'));
+      for (const row of perUser) expect(row.event_count).toBe(row.n);
+    },
+  );
 });

@@ -73,7 +73,10 @@ export interface EventWriterOptions {
 
 const MAX_EVENTS_PER_GROUP = 5_000;
 /** serialization_failure and deadlock_detected: the statement rolled back whole and may run again. */
-const RETRIED_STATES = new Set(['40001', '40P01']);
+const RETRIED_STATES = new Map([
+  ['40001', 'erased'],
+  ['40P01', 'deadlock'],
+]);
 const WRITE_ATTEMPTS = 4;
 
 export class EventWriter {
@@ -212,7 +215,9 @@ export class EventWriter {
       } catch (err) {
         // A user erased while the call resolved it, or a deadlock with another kind of write: the
         // call changed nothing, and runs again from the start.
-        if (attempt >= WRITE_ATTEMPTS || !RETRIED_STATES.has((err as { code?: string }).code ?? '')) throw err;
+        const reason = RETRIED_STATES.get((err as { code?: string }).code ?? '');
+        if (attempt >= WRITE_ATTEMPTS || !reason) throw err;
+        this.metrics?.ingestWriteRetries.inc({ reason });
       }
     }
     stopTimer?.();

@@ -1662,7 +1662,7 @@ export type ErasedCounts = {
  * | `RESPONSE_CONTRACT_VIOLATION` | 500 | The server built a response that does not match this contract, and refused to send it. Only servers that check their own responses strictly (test setups) answer this; it is a bug in Tally, so please report it. `details.errors` lists what did not match. |
  * | `NOT_IMPLEMENTED` | 501 | The operation is declared but not available in this build yet. |
  * | `PROVIDER_ERROR` | 502 | The push provider refused for good (a failure it may recover from is retried in the background instead). `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. |
- * | `SERVICE_UNAVAILABLE` | 503 | The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached. Retry after the seconds in `Retry-After`. |
+ * | `SERVICE_UNAVAILABLE` | 503 | The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or, on the event endpoints, events arrive faster than the database stores them and the server already holds as many as it queues (`INGEST_QUEUE_LIMIT`); nothing of the refused request was stored. Retry after the seconds in `Retry-After`. |
  */
 export type ErrorCode = string | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'IDENTITY_NOT_VERIFIED' | 'MCP_CAMPAIGNS_DISABLED' | 'CONFIRMATION_DECLINED' | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'RESPONSE_CONTRACT_VIOLATION' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR' | 'SERVICE_UNAVAILABLE';
 
@@ -4108,7 +4108,7 @@ export type AdminTokensRotateErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4157,7 +4157,7 @@ export type AdminTokensRetirePreviousErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4211,7 +4211,7 @@ export type AdminAppsListErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4264,7 +4264,7 @@ export type AdminAppsCreateErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4318,7 +4318,7 @@ export type AdminAppsGetErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4376,7 +4376,7 @@ export type AdminAppsUpdateErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4443,7 +4443,7 @@ export type AdminPrivacyAuditErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4497,7 +4497,7 @@ export type AdminCampaignsListErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4555,7 +4555,7 @@ export type AdminCampaignsCreateErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4609,7 +4609,7 @@ export type AdminIdentitySecretsListErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4671,7 +4671,7 @@ export type AdminIdentitySecretsGenerateErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4729,7 +4729,7 @@ export type AdminIdentitySecretsRemoveErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4783,7 +4783,7 @@ export type AdminKeysListErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4841,7 +4841,7 @@ export type AdminKeysCreateErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4895,7 +4895,7 @@ export type AdminPushGetErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -4953,7 +4953,7 @@ export type AdminPushConfigureErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5011,7 +5011,7 @@ export type AdminDemoSeedErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5069,7 +5069,7 @@ export type AdminPrivacyEraseUserErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5127,7 +5127,7 @@ export type AdminPrivacyExportUserErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5181,7 +5181,7 @@ export type AdminVersionsListErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5239,7 +5239,7 @@ export type AdminVersionsAddErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5297,7 +5297,7 @@ export type AdminAuditListErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5351,7 +5351,7 @@ export type AdminCampaignsGetErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5409,7 +5409,7 @@ export type AdminCampaignsPauseErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5467,7 +5467,7 @@ export type AdminCampaignsResumeErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5521,7 +5521,7 @@ export type AdminKeysRevokeErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5566,7 +5566,7 @@ export type AdminOrganizationsListErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5615,7 +5615,7 @@ export type AdminOrganizationsCreateErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5669,7 +5669,7 @@ export type AdminOrganizationsGetErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5727,7 +5727,7 @@ export type AdminOrganizationsUpdateErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5772,7 +5772,7 @@ export type AdminSecretKeyResealErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5821,7 +5821,7 @@ export type McpInfoErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5891,7 +5891,7 @@ export type McpEngagementErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -5966,7 +5966,7 @@ export type McpEventAnalyticsErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6041,7 +6041,7 @@ export type McpFunnelsErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6090,7 +6090,7 @@ export type McpAuthErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6139,7 +6139,7 @@ export type McpDocsErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6221,7 +6221,7 @@ export type McpEventsErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6270,7 +6270,7 @@ export type McpResourcesErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6328,7 +6328,7 @@ export type McpGetAppErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6386,7 +6386,7 @@ export type McpAppVersionsErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6444,7 +6444,7 @@ export type McpListAudiencesErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6502,7 +6502,7 @@ export type McpGetAudienceErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6568,7 +6568,7 @@ export type McpListCampaignsErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6626,7 +6626,7 @@ export type McpGetCampaignErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6689,7 +6689,7 @@ export type McpGetUserErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6759,7 +6759,7 @@ export type AnalyticsMetricsErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6812,7 +6812,7 @@ export type AnalyticsQueryErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6874,7 +6874,7 @@ export type AudiencesListErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6927,7 +6927,7 @@ export type AudiencesCreateErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -6976,7 +6976,7 @@ export type EventsTrackErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7025,7 +7025,7 @@ export type EventsTrackBatchErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7079,7 +7079,7 @@ export type PushCampaignStatusErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7125,7 +7125,7 @@ export type PushClickErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7173,7 +7173,7 @@ export type PushSendErrors = {
      */
     502: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7222,7 +7222,7 @@ export type UsersUpsertErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7279,7 +7279,7 @@ export type UsersCreateAliasErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7336,7 +7336,7 @@ export type UsersReplaceIdErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7390,7 +7390,7 @@ export type UsersEraseErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7444,7 +7444,7 @@ export type UsersExportErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7498,7 +7498,7 @@ export type WebsiteConfigErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7551,7 +7551,7 @@ export type WebsiteTrackEventErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7604,7 +7604,7 @@ export type WebsiteIdentifyErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7657,7 +7657,7 @@ export type WebsiteSubscribePushErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7710,7 +7710,7 @@ export type WebsiteUpsertUserErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };
@@ -7763,7 +7763,7 @@ export type WebsiteLogVisitErrors = {
      */
     501: ErrorResponse;
     /**
-     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached (`SERVICE_UNAVAILABLE`); retry after the number of seconds in `Retry-After`.
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
 };

@@ -1,0 +1,306 @@
+// The event writer under load (issue 32): 10,000 events from 50 clients through the lean path, each
+// acknowledged event found stored once with its user, properties and time; groups in flight at once
+// on one hot event name neither deadlock nor wait for each other's whole write (PostgreSQL: the
+// embedded database has one connection); and back-pressure: when the database stalls, requests past
+// INGEST_QUEUE_LIMIT are refused at once with 503 and Retry-After, and every accepted one is stored.
+import type { Knex } from 'knex';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Metrics } from '../../server/src/metrics.js';
+import { EventWriter, type IngestEvent } from '../../server/src/storage/event-writer.js';
+import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(() => server?.close());
+
+const db = () => server.db.knex;
+const onPostgres = () => server.db.kind === 'postgres';
+
+interface Sent {
+  n: number;
+  user: string;
+  timestamp: string;
+  insertId?: string;
+}
+
+/** POSTs JSON with the tenant's key and returns status and body. */
+async function post(tenant: Tenant, path: string, body: unknown) {
+  const res = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe('10,000 events from 50 clients through the lean path', () => {
+  it('stores every acknowledged event once, with its user, properties and time', async () => {
+    const tenant = await server.createTenant();
+    const base = Date.parse('2026-06-01T00:00:00.000Z');
+    const sent = (n: number): Sent => ({
+      n,
+      user: `load-${n % 173}`,
+      timestamp: new Date(base + n * 1000).toISOString(),
+      // One event in ten repeats the insert_id of an earlier one: it must come back as a duplicate.
+      ...(n % 10 === 9 ? { insertId: `iid-${n - 9}` } : n % 10 === 0 ? { insertId: `iid-${n}` } : {}),
+    });
+    const body = (s: Sent) => ({
+      event_name: `load-${s.n % 3}`,
+      user_id: s.user,
+      timestamp: s.timestamp,
+      properties: { n: s.n, text: `event ${s.n}` },
+      ...(s.insertId ? { insert_id: s.insertId } : {}),
+    });
+    /** Single events: the id and duplicate flag each answer gave. */
+    const acknowledged = new Map<number, { eventId: string; duplicate: boolean }>();
+    const batches = { processed: 0, duplicates: 0, events: [] as number[] };
+    // 50 clients, 200 events each: half one at a time, half in batches of 10.
+    await Promise.all(
+      Array.from({ length: 50 }, async (_, c) => {
+        const mine = Array.from({ length: 200 }, (_, i) => sent(c * 200 + i));
+        for (const s of mine.slice(0, 100)) {
+          const r = await post(tenant, '/v1/events', body(s));
+          expect(r.status).toBe(200);
+          acknowledged.set(s.n, { eventId: r.body.event_id as string, duplicate: r.body.duplicate === true });
+        }
+        for (let i = 100; i < 200; i += 10) {
+          const batch = mine.slice(i, i + 10);
+          const r = await post(tenant, '/v1/events/batch', { events: batch.map(body) });
+          expect(r.status).toBe(200);
+          batches.processed += r.body.processed_count as number;
+          batches.duplicates += r.body.duplicates as number;
+          batches.events.push(...batch.map((s) => s.n));
+        }
+      }),
+    );
+    expect(acknowledged.size + batches.events.length).toBe(10_000);
+
+    const rows: { id: string; external_id: string; event_name: string; properties: { n: number }; created_at: Date }[] =
+      await db()('events as e')
+        .join('users as u', function () {
+          this.on('u.id', 'e.user_id').andOn('u.app_id', 'e.app_id');
+        })
+        .where('e.app_id', tenant.app.id)
+        .select('e.id', 'u.external_id', 'e.event_name', 'e.properties', 'e.created_at');
+    const byN = new Map<number, (typeof rows)[number]>();
+    for (const r of rows) {
+      expect(byN.has(r.properties.n), `event ${r.properties.n} stored twice`).toBe(false);
+      byN.set(r.properties.n, r);
+    }
+    // Every event is stored once, as sent, except the repeats of an insert_id (n ending in 9).
+    for (let n = 0; n < 10_000; n++) {
+      const row = byN.get(n);
+      if (n % 10 === 9) {
+        expect(row, `event ${n} repeats an insert_id`).toBeUndefined();
+        continue;
+      }
+      const s = sent(n);
+      expect(row, `event ${n}`).toBeDefined();
+      expect(row!.external_id).toBe(s.user);
+      expect(row!.event_name).toBe(`load-${n % 3}`);
+      expect(row!.created_at.toISOString()).toBe(s.timestamp);
+    }
+    expect(rows.length).toBe(9_000);
+    // Each answer said what happened to its events.
+    for (const [n, ack] of acknowledged) {
+      expect(ack.duplicate).toBe(n % 10 === 9);
+      expect(ack.eventId).toBe(byN.get(n % 10 === 9 ? n - 9 : n)!.id);
+    }
+    const repeatsInBatches = batches.events.filter((n) => n % 10 === 9).length;
+    expect(batches.duplicates).toBe(repeatsInBatches);
+    expect(batches.processed).toBe(batches.events.length - repeatsInBatches);
+
+    // The counters agree with the rows.
+    const users: { external_id: string; event_count: string; last_active: Date }[] = await db()('users')
+      .where({ app_id: tenant.app.id })
+      .select('external_id', 'event_count', 'last_active');
+    const perUser = new Map<string, { n: number; last: number }>();
+    for (const r of rows) {
+      const u = perUser.get(r.external_id) ?? { n: 0, last: 0 };
+      u.n++;
+      u.last = Math.max(u.last, r.created_at.getTime());
+      perUser.set(r.external_id, u);
+    }
+    expect(users.length).toBe(perUser.size);
+    for (const u of users) {
+      expect(Number(u.event_count)).toBe(perUser.get(u.external_id)!.n);
+      expect(u.last_active.getTime()).toBe(perUser.get(u.external_id)!.last);
+    }
+    const daily = await db()('event_daily_counts')
+      .where({ app_id: tenant.app.id })
+      .sum<{ sum: string }[]>('count as sum');
+    expect(Number(daily[0]!.sum)).toBe(rows.length);
+    const volume = await db()('event_definitions')
+      .where({ app_id: tenant.app.id })
+      .sum<{ sum: string }[]>('volume as sum');
+    expect(Number(volume[0]!.sum)).toBe(rows.length);
+  }, 120_000);
+});
+
+/** Events of one request for the writer, all named `name`. */
+function events(appId: string, users: string[], names: string[]): IngestEvent[] {
+  const now = new Date();
+  return users.flatMap((userRef) =>
+    names.map((eventName) => ({
+      appId,
+      userRef,
+      eventName,
+      properties: {},
+      createdAt: now,
+      receivedAt: now,
+      source: 'api' as const,
+      isBot: false,
+    })),
+  );
+}
+
+/** Submits each request as its own group (the next one only once the previous one is in flight). */
+async function submitAsGroups(writer: EventWriter, requests: IngestEvent[][]) {
+  const written = [];
+  for (const r of requests) {
+    written.push(writer.submit(r));
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return written;
+}
+
+/** Calls of tally_ingest waiting for a lock, on this database. */
+async function waitingCalls(knex: Knex): Promise<number> {
+  const { rows } = await knex.raw<{ rows: { n: string }[] }>(
+    `select count(*) as n from pg_stat_activity
+     where datname = current_database() and wait_event_type = 'Lock' and query like '%tally_ingest(%'`,
+  );
+  return Number(rows[0]!.n);
+}
+
+describe('groups in flight at once on one hot event name (PostgreSQL)', () => {
+  it('all eight get as far as the shared counters at the same time, then all commit', async (ctx) => {
+    if (!onPostgres()) ctx.skip();
+    const tenant = await server.createTenant();
+    const appId = tenant.app.id;
+    const writer = new EventWriter(db(), pino({ level: 'silent' }), undefined, undefined, { groupsInFlight: 8 });
+    await writer.submit(events(appId, ['hot-seed'], ['hot']));
+    // Another transaction holds the hot event name's dictionary row: each group can write everything
+    // up to the shared counters, and then waits there.
+    const blocker = await db().transaction();
+    try {
+      await blocker('event_definitions').where({ app_id: appId, event_name: 'hot' }).forUpdate().select('id');
+      const requests = Array.from({ length: 8 }, (_, g) =>
+        events(
+          appId,
+          Array.from({ length: 25 }, (_, u) => `hot-g${g}-u${u}`),
+          ['hot'],
+        ),
+      );
+      const written = await submitAsGroups(writer, requests);
+      // Eight calls waiting at once: none of them waited for another one's whole write.
+      let waiting = 0;
+      for (let i = 0; i < 200 && waiting < 8; i++) {
+        waiting = await waitingCalls(db());
+        if (waiting < 8) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(waiting).toBe(8);
+      await blocker.commit();
+      const results = await Promise.all(written);
+      expect(results.flat()).toHaveLength(8 * 25);
+    } finally {
+      if (!blocker.isCompleted()) await blocker.rollback();
+    }
+    const volume = await db()('event_definitions').where({ app_id: appId, event_name: 'hot' }).first('volume');
+    expect(Number(volume.volume)).toBe(8 * 25 + 1);
+    const daily = await db()('event_daily_counts')
+      .where({ app_id: appId, event_name: 'hot' })
+      .sum<{ sum: string }[]>('count as sum');
+    expect(Number(daily[0]!.sum)).toBe(8 * 25 + 1);
+  }, 60_000);
+
+  it('groups that share users and two hot names in opposite orders never deadlock', async (ctx) => {
+    if (!onPostgres()) ctx.skip();
+    const tenant = await server.createTenant();
+    const appId = tenant.app.id;
+    const metrics = new Metrics();
+    const writer = new EventWriter(db(), pino({ level: 'silent' }), undefined, metrics, { groupsInFlight: 8 });
+    const users = Array.from({ length: 12 }, (_, u) => `shared-${u}`);
+    for (let round = 0; round < 5; round++) {
+      const requests = Array.from({ length: 8 }, (_, g) => {
+        // Each group names the users in another order, and the two names in turn.
+        const order = [...users.slice(g), ...users.slice(0, g)].reverse();
+        return events(appId, order, g % 2 ? ['hot-a', 'hot-b'] : ['hot-b', 'hot-a']);
+      });
+      const results = await Promise.all(await submitAsGroups(writer, requests));
+      expect(results.flat()).toHaveLength(8 * 12 * 2);
+    }
+    const retries = await metrics.ingestWriteRetries.get();
+    expect(retries.values.filter((v) => v.labels.reason === 'deadlock').reduce((a, v) => a + v.value, 0)).toBe(0);
+    const counts = await db()('users').where({ app_id: appId }).select('event_count');
+    expect(counts.map((c) => Number(c.event_count))).toEqual(Array(12).fill(5 * 8 * 2));
+  }, 60_000);
+});
+
+describe('back-pressure when the database falls behind', () => {
+  it('refuses requests past INGEST_QUEUE_LIMIT with 503 and Retry-After, and stores every accepted one', async () => {
+    const limited = await startTestServer({ INGEST_QUEUE_LIMIT: '100' }, { database: server.db });
+    try {
+      const tenant = await limited.createTenant();
+      // A first event warms the key and app caches, so that later requests need the database only to write.
+      const first = await fetch(`${limited.url}/v1/events`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ event_name: 'warm', user_id: 'bp-0' }),
+      });
+      expect(first.status).toBe(200);
+      // The database stalls: a transaction holds the daily counts' table (on the embedded
+      // database it holds its one connection), so every write waits.
+      const stall = await db().transaction();
+      const send = (i: number) =>
+        fetch(`${limited.url}/v1/events/batch`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            events: Array.from({ length: 10 }, (_, k) => ({
+              event_name: 'bp',
+              user_id: `bp-${i}`,
+              properties: { i, k },
+            })),
+          }),
+        });
+      let accepted: Promise<Response>[] = [];
+      let refusal: Response | undefined;
+      try {
+        await stall.raw('lock table event_daily_counts in exclusive mode');
+        // 10 batches of 10 fill the queue; the eleventh is refused at once.
+        accepted = Array.from({ length: 10 }, (_, i) => send(i + 1));
+        for (let i = 0; i < 200 && limited.tally.context.ingestor.queuedEvents < 100; i++) {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(limited.tally.context.ingestor.queuedEvents).toBe(100);
+        refusal = await send(11);
+      } finally {
+        await stall.commit();
+      }
+      expect(refusal!.status).toBe(503);
+      expect(refusal!.headers.get('retry-after')).toBe('1');
+      const envelope = (await refusal!.json()) as { success: boolean; code: string; message: string };
+      expect(envelope).toMatchObject({ success: false, code: 'SERVICE_UNAVAILABLE' });
+      expect(envelope.message).toMatch(/nothing of this request was stored/);
+      const answers = await Promise.all(accepted);
+      expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
+      const stored = await db()('events')
+        .where({ app_id: tenant.app.id, event_name: 'bp' })
+        .count<{ n: string }[]>('* as n');
+      expect(Number(stored[0]!.n)).toBe(100);
+      // The refused batch left nothing behind, and once the queue drains events are taken again.
+      expect(await db()('users').where({ app_id: tenant.app.id, external_id: 'bp-11' }).first()).toBeUndefined();
+      expect((await send(12)).status).toBe(200);
+      const refusedTotal = await limited.tally.metrics.ingestRefusedFull.get();
+      expect(refusedTotal.values[0]!.value).toBe(1);
+    } finally {
+      await limited.close();
+    }
+  }, 60_000);
+});
