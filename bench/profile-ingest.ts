@@ -35,6 +35,17 @@ function summarize(file: string, from: number, to: number, top = 45): void {
     self.set(id, (self.get(id) ?? 0) + dt);
   });
   console.log(`window ${((to - from) / 1e6).toFixed(1)} s, sampled ${(total / 1e6).toFixed(1)} s`);
+  // The window alone, for tools that read whole profiles (Chrome's DevTools, speedscope).
+  const kept = { samples: [] as number[], timeDeltas: [] as number[] };
+  let t = profile.startTime;
+  profile.samples.forEach((id, i) => {
+    t += profile.timeDeltas[i] ?? 0;
+    if (t >= from && t <= to) {
+      kept.samples.push(id);
+      kept.timeDeltas.push(profile.timeDeltas[i] ?? 0);
+    }
+  });
+  fs.writeFileSync(file.replace(/\.cpuprofile$/, '.window.cpuprofile'), JSON.stringify({ ...profile, ...kept }));
   const byFn = new Map<string, number>();
   for (const [id, t] of self) {
     const f = byId.get(id)!.callFrame;
