@@ -86,7 +86,7 @@ export class Metrics {
   });
   readonly ingestWriteRetries = new Counter({
     name: 'tally_ingest_write_retries_total',
-    help: 'Writes of the event writer that rolled back whole and ran again, by reason (erased: a user erased while it was written; deadlock: with another kind of write).',
+    help: 'Writes of the event writer that rolled back whole and ran again, by reason (changed: a user was erased, or written through the REST API, while its events were written; deadlock: with another kind of write).',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

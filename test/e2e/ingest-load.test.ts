@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Metrics } from '../../server/src/metrics.js';
-import { EventWriter, type IngestEvent } from '../../server/src/storage/event-writer.js';
+import { ClosedToBrowsersError, EventWriter, type IngestEvent } from '../../server/src/storage/event-writer.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
@@ -240,6 +240,85 @@ describe('groups in flight at once on one hot event name (PostgreSQL)', () => {
     const counts = await db()('users').where({ app_id: appId }).select('event_count');
     expect(counts.map((c) => Number(c.event_count))).toEqual(Array(12).fill(5 * 8 * 2));
   }, 60_000);
+});
+
+describe('a user changed while its events are written (PostgreSQL)', () => {
+  /** Holds the user's row as an erasure or a REST write does, and runs `change` once a write waits for it. */
+  async function whileWaiting(
+    appId: string,
+    externalId: string,
+    change: (trx: Knex.Transaction, id: string) => Promise<unknown>,
+    write: () => Promise<unknown>,
+  ) {
+    const blocker = await db().transaction();
+    const user = await blocker('users').where({ app_id: appId, external_id: externalId }).forUpdate().first('id');
+    const written = write().then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+    try {
+      let waiting = 0;
+      for (let i = 0; i < 200 && waiting < 1; i++) {
+        waiting = await waitingCalls(db());
+        if (waiting < 1) await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(waiting).toBe(1);
+      await change(blocker, user.id);
+      await blocker.commit();
+    } finally {
+      if (!blocker.isCompleted()) await blocker.rollback();
+    }
+    return { oldId: user.id as string, outcome: await written };
+  }
+
+  it('an erasure between resolving and locking the user: the events start a new user, as after an erasure', async (ctx) => {
+    if (!onPostgres()) ctx.skip();
+    const tenant = await server.createTenant();
+    const appId = tenant.app.id;
+    const metrics = new Metrics();
+    const writer = new EventWriter(db(), pino({ level: 'silent' }), undefined, metrics);
+    await writer.submit(events(appId, ['erased-u'], ['before']));
+    const { oldId, outcome } = await whileWaiting(
+      appId,
+      'erased-u',
+      async (trx, id) => {
+        await trx('events').where({ app_id: appId, user_id: id }).delete();
+        await trx('users').where({ app_id: appId, id }).delete();
+      },
+      () => writer.submit(events(appId, ['erased-u'], ['after'])),
+    );
+    expect(outcome).toHaveProperty('value');
+    const user = await db()('users').where({ app_id: appId, external_id: 'erased-u' }).first();
+    expect(user.id).not.toBe(oldId);
+    expect(Number(user.event_count)).toBe(1);
+    const rows = await db()('events').where({ app_id: appId }).select('user_id', 'event_name');
+    expect(rows).toEqual([{ user_id: user.id, event_name: 'after' }]);
+    const retries = await metrics.ingestWriteRetries.get();
+    expect(retries.values.find((v) => v.labels.reason === 'changed')?.value).toBe(1);
+  }, 30_000);
+
+  it("a REST write between resolving and locking a website user: the browser's request is refused, nothing of it stored", async (ctx) => {
+    if (!onPostgres()) ctx.skip();
+    const tenant = await server.createTenant();
+    const appId = tenant.app.id;
+    const writer = new EventWriter(db(), pino({ level: 'silent' }), undefined, new Metrics());
+    const browser = (name: string): IngestEvent[] =>
+      events(appId, ['visitor-1'], [name]).map((e) => ({ ...e, source: 'website' as const }));
+    await writer.submit(browser('first'));
+    expect((await db()('users').where({ app_id: appId, external_id: 'visitor-1' }).first()).created_via).toBe(
+      'website',
+    );
+    const { outcome } = await whileWaiting(
+      appId,
+      'visitor-1',
+      (trx, id) => trx('users').where({ app_id: appId, id }).update({ api_written_at: new Date() }),
+      () => writer.submit(browser('second')),
+    );
+    expect(outcome).toHaveProperty('error');
+    expect((outcome as { error: unknown }).error).toBeInstanceOf(ClosedToBrowsersError);
+    const rows = await db()('events').where({ app_id: appId }).select('event_name');
+    expect(rows).toEqual([{ event_name: 'first' }]);
+  }, 30_000);
 });
 
 describe('back-pressure when the database falls behind', () => {

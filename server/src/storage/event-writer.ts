@@ -74,7 +74,7 @@ export interface EventWriterOptions {
 const MAX_EVENTS_PER_GROUP = 5_000;
 /** serialization_failure and deadlock_detected: the statement rolled back whole and may run again. */
 const RETRIED_STATES = new Map([
-  ['40001', 'erased'],
+  ['40001', 'changed'],
   ['40P01', 'deadlock'],
 ]);
 const WRITE_ATTEMPTS = 4;
@@ -213,8 +213,8 @@ export class EventWriter {
         written = await writeAppPart(this.db, appId, part, this.triggers);
         break;
       } catch (err) {
-        // A user erased while the call resolved it, or a deadlock with another kind of write: the
-        // call changed nothing, and runs again from the start.
+        // A user erased, or closed to browsers by a REST write, while the call wrote its events, or
+        // a deadlock with another kind of write: the call changed nothing, and runs again.
         const reason = RETRIED_STATES.get((err as { code?: string }).code ?? '');
         if (attempt >= WRITE_ATTEMPTS || !reason) throw err;
         this.metrics?.ingestWriteRetries.inc({ reason });

@@ -13,7 +13,8 @@
 // last_active, event_definitions, event_daily_counts) are locked last, each table in key order, so
 // groups never deadlock and wait on a hot user or event name only for those last statements. Users
 // are resolved without a lock; the lock for their counters finds one erased since (the erasure
-// locks the user first), and the call then fails with serialization_failure and is retried.
+// locks the user first) or closed to browsers since (a REST write), and the call then fails with
+// serialization_failure and is retried, and sees it.
 // (A key-share lock at resolution, as the writer took before, left a multixact on every row that
 // concurrent groups shared, and PostgreSQL's multixact lookups made each call ten times slower.)
 //
@@ -67,6 +68,8 @@ DECLARE
   v_rdup boolean[];
   v_outbox integer := 0;
   v_locked integer;
+  v_closed_now integer;
+  v_browser uuid[];
 BEGIN
   v_events := ARRAY(
     SELECT ROW(x.i, x.req, x.ref, x.name, coalesce(x.props, '{}'::jsonb), x.ip, x.ua, x.insert_id, x.created_at,
@@ -128,6 +131,11 @@ BEGIN
     ORDER BY e.ref
     ON CONFLICT (app_id, external_id) DO NOTHING;
   END LOOP;
+
+  -- The users that website events without a valid user_hash name: checked again once locked.
+  v_browser := ARRAY(
+    SELECT DISTINCT m.id FROM unnest(v_events) e JOIN unnest(v_refs, v_ids) m(ref, id) ON m.ref = e.ref
+    WHERE e.source = 'website' AND NOT e.verified);
 
   -- insert_id dedup: the first event of each insert_id in this call claims it (or takes over a claim
   -- older than the window); the others, and those already claimed, are duplicates of that event.
@@ -199,12 +207,24 @@ BEGIN
   WHERE NOT (v.req = ANY (v_refused));
 
   -- Shared rows last, each in key order, so concurrent writes wait on them only for these last
-  -- statements and never deadlock. The users first: every one must still be there, else it was
-  -- erased after it was resolved, and the write is retried from the start (serialization_failure).
-  SELECT count(*) INTO v_locked
-  FROM (SELECT 1 FROM users u WHERE u.app_id = p_app AND u.id = ANY (v_ids) ORDER BY u.id FOR NO KEY UPDATE) l;
+  -- statements and never deadlock. The users first: every one must still be there (else it was
+  -- erased after it was resolved), and every user a website event without a valid user_hash names
+  -- must still be open to browsers (else the REST API wrote it meanwhile). Either way the call fails
+  -- with serialization_failure and the writer runs it again from the start, where the first case
+  -- creates a new user and the second refuses the request: a browser's events never commit after
+  -- a REST write closed their user.
+  SELECT count(*), count(*) FILTER (WHERE l.closed AND l.id = ANY (v_browser))
+    INTO v_locked, v_closed_now
+  FROM (
+    SELECT u.id, NOT (u.created_via = 'website' AND u.api_written_at IS NULL) AS closed
+    FROM users u WHERE u.app_id = p_app AND u.id = ANY (v_ids) ORDER BY u.id FOR NO KEY UPDATE
+  ) l;
   IF v_locked < (SELECT count(DISTINCT x) FROM unnest(v_ids) x) THEN
     RAISE EXCEPTION 'a user was erased while events were being written for it' USING ERRCODE = 'serialization_failure';
+  END IF;
+  IF v_closed_now > 0 THEN
+    RAISE EXCEPTION 'a user was written through the REST API while website events were being written for it'
+      USING ERRCODE = 'serialization_failure';
   END IF;
   UPDATE users u SET event_count = u.event_count + a.n, last_active = greatest(u.last_active, a.last), updated_at = now()
   FROM (SELECT m.id, count(*) AS n, max(e.created_at) AS last
