@@ -86,6 +86,32 @@ describe.runIf(process.env.TEST_DATABASE_URL)('with the checker off (PostgreSQL)
     }
   });
 
+  it("cannot call the event writer's function to write into another app", async () => {
+    const event = JSON.stringify([
+      {
+        i: 0,
+        req: 0,
+        ref: 'forged',
+        name: 'FORGED',
+        created_at: new Date().toISOString(),
+        received_at: new Date().toISOString(),
+        id: '01900000-0000-7000-8000-000000000001',
+        source: 'api',
+        is_bot: false,
+        new_user: '01900000-0000-7000-8000-000000000002',
+        new_def: '01900000-0000-7000-8000-000000000003',
+      },
+    ]);
+    const { status, body } = await query(
+      `SELECT public.tally_ingest('${victim.app.id}'::uuid, '${event}'::jsonb, '[]'::jsonb, false, '7 days'::interval)`,
+    );
+    expect({ status, code: body.code }).toEqual({ status: 400, code: 'QUERY_REJECTED' });
+    // Refused at the function itself (EXECUTE is revoked from PUBLIC), before any table's grants.
+    expect(body.message).toMatch(/permission denied for function tally_ingest/);
+    const forged = await server.db.knex('events').where({ app_id: victim.app.id, event_name: 'FORGED' }).first();
+    expect(forged).toBeUndefined();
+  });
+
   it('cannot change its role or the setting row-level security reads', async () => {
     for (const sql of [
       "SELECT set_config('role', 'none', true)",
