@@ -69,7 +69,8 @@ DECLARE
   v_outbox integer := 0;
   v_locked integer;
   v_closed_now integer;
-  v_browser uuid[];
+  v_browser uuid[] := '{}';
+  v_has_browser boolean;
 BEGIN
   v_events := ARRAY(
     SELECT ROW(x.i, x.req, x.ref, x.name, coalesce(x.props, '{}'::jsonb), x.ip, x.ua, x.insert_id, x.created_at,
@@ -78,6 +79,8 @@ BEGIN
     FROM jsonb_to_recordset(p_events) AS x(i integer, req integer, ref text, name text, props jsonb, ip text, ua text,
       insert_id text, created_at timestamptz, received_at timestamptz, id uuid, source text, is_bot boolean,
       verified boolean, fires boolean, new_user uuid, new_def uuid));
+
+  v_has_browser := EXISTS (SELECT 1 FROM unnest(v_events) e WHERE e.source = 'website' AND NOT e.verified);
 
   -- Users: resolve every identifier (an external id wins over an alias) with what the identity
   -- rule reads. Website events without a valid user_hash may only reach users open to browsers: a
@@ -98,20 +101,22 @@ BEGIN
       LIMIT 1
     ) u;
 
-    -- A new identifier is closed to browsers unless only unverified website events name it.
-    v_now_bad := ARRAY(
-      SELECT e.i FROM unnest(v_events) e
-      LEFT JOIN unnest(v_refs, v_closed) k(ref, closed) ON k.ref = e.ref
-      LEFT JOIN (
-        SELECT n.ref, max(CASE WHEN n.source <> 'website' THEN 2 WHEN n.verified THEN 1 ELSE 0 END) AS rank
-        FROM unnest(v_events) n GROUP BY n.ref
-      ) w ON w.ref = e.ref
-      WHERE e.source = 'website' AND NOT e.verified AND coalesce(k.closed, w.rank > 0));
-    v_now_refused := ARRAY(SELECT DISTINCT e.req FROM unnest(v_events) e WHERE e.i = ANY (v_now_bad));
-    IF cardinality(v_now_refused) > 0 THEN
-      v_refused := v_refused || v_now_refused;
-      v_bad := v_bad || v_now_bad;
-      v_events := ARRAY(SELECT e FROM unnest(v_events) e WHERE NOT (e.req = ANY (v_now_refused)));
+    IF v_has_browser THEN
+      -- A new identifier is closed to browsers unless only unverified website events name it.
+      v_now_bad := ARRAY(
+        SELECT e.i FROM unnest(v_events) e
+        LEFT JOIN unnest(v_refs, v_closed) k(ref, closed) ON k.ref = e.ref
+        LEFT JOIN (
+          SELECT n.ref, max(CASE WHEN n.source <> 'website' THEN 2 WHEN n.verified THEN 1 ELSE 0 END) AS rank
+          FROM unnest(v_events) n GROUP BY n.ref
+        ) w ON w.ref = e.ref
+        WHERE e.source = 'website' AND NOT e.verified AND coalesce(k.closed, w.rank > 0));
+      v_now_refused := ARRAY(SELECT DISTINCT e.req FROM unnest(v_events) e WHERE e.i = ANY (v_now_bad));
+      IF cardinality(v_now_refused) > 0 THEN
+        v_refused := v_refused || v_now_refused;
+        v_bad := v_bad || v_now_bad;
+        v_events := ARRAY(SELECT e FROM unnest(v_events) e WHERE NOT (e.req = ANY (v_now_refused)));
+      END IF;
     END IF;
 
     SELECT count(*) INTO v_missing FROM (SELECT DISTINCT e.ref FROM unnest(v_events) e) n
@@ -133,9 +138,11 @@ BEGIN
   END LOOP;
 
   -- The users that website events without a valid user_hash name: checked again once locked.
-  v_browser := ARRAY(
-    SELECT DISTINCT m.id FROM unnest(v_events) e JOIN unnest(v_refs, v_ids) m(ref, id) ON m.ref = e.ref
-    WHERE e.source = 'website' AND NOT e.verified);
+  IF v_has_browser THEN
+    v_browser := ARRAY(
+      SELECT DISTINCT m.id FROM unnest(v_events) e JOIN unnest(v_refs, v_ids) m(ref, id) ON m.ref = e.ref
+      WHERE e.source = 'website' AND NOT e.verified);
+  END IF;
 
   -- insert_id dedup: the first event of each insert_id in this call claims it (or takes over a claim
   -- older than the window); the others, and those already claimed, are duplicates of that event.
@@ -176,8 +183,10 @@ BEGIN
   ) x;
 
   -- What is stored from here on: the events that are not duplicates, with their users.
-  v_events := ARRAY(
-    SELECT e FROM unnest(v_events) e JOIN unnest(v_ri, v_rdup) r(i, dup) ON r.i = e.i AND NOT r.dup ORDER BY e.i);
+  IF true = ANY (v_rdup) THEN
+    v_events := ARRAY(
+      SELECT e FROM unnest(v_events) e JOIN unnest(v_ri, v_rdup) r(i, dup) ON r.i = e.i AND NOT r.dup ORDER BY e.i);
+  END IF;
 
   INSERT INTO events (id, app_id, user_id, event_name, properties, ip, ua, source, is_bot, created_at, received_at)
   SELECT e.id, p_app, m.id, e.name, e.props, e.ip, e.ua, e.source, e.is_bot, e.created_at, e.received_at
@@ -196,15 +205,17 @@ BEGIN
     GET DIAGNOSTICS v_outbox = ROW_COUNT;
   END IF;
 
-  INSERT INTO visits (id, app_id, user_id, visitor_id, visit_url, path, referrer, page_title, ua, ip, signals,
-                      advanced_signals, is_bot, bot_reason, event_id, created_at)
-  SELECT v.id, p_app, m.id, v.visitor_id, v.visit_url, v.path, v.referrer, v.page_title, v.ua, v.ip,
-         coalesce(v.signals, '{}'::jsonb), v.advanced_signals, v.is_bot, v.bot_reason, v.event_id, v.created_at
-  FROM jsonb_to_recordset(p_visits) AS v(req integer, ref text, id uuid, visitor_id text, visit_url text, path text,
-    referrer text, page_title text, ua text, ip text, signals jsonb, advanced_signals jsonb, is_bot boolean,
-    bot_reason text, event_id uuid, created_at timestamptz)
-  JOIN unnest(v_refs, v_ids) m(ref, id) ON m.ref = v.ref
-  WHERE NOT (v.req = ANY (v_refused));
+  IF jsonb_array_length(p_visits) > 0 THEN
+    INSERT INTO visits (id, app_id, user_id, visitor_id, visit_url, path, referrer, page_title, ua, ip, signals,
+                        advanced_signals, is_bot, bot_reason, event_id, created_at)
+    SELECT v.id, p_app, m.id, v.visitor_id, v.visit_url, v.path, v.referrer, v.page_title, v.ua, v.ip,
+           coalesce(v.signals, '{}'::jsonb), v.advanced_signals, v.is_bot, v.bot_reason, v.event_id, v.created_at
+    FROM jsonb_to_recordset(p_visits) AS v(req integer, ref text, id uuid, visitor_id text, visit_url text, path text,
+      referrer text, page_title text, ua text, ip text, signals jsonb, advanced_signals jsonb, is_bot boolean,
+      bot_reason text, event_id uuid, created_at timestamptz)
+    JOIN unnest(v_refs, v_ids) m(ref, id) ON m.ref = v.ref
+    WHERE NOT (v.req = ANY (v_refused));
+  END IF;
 
   -- Shared rows last, each in key order, so concurrent writes wait on them only for these last
   -- statements and never deadlock. The users first: every one must still be there (else it was
