@@ -29,7 +29,7 @@ import { ensureWrk } from './wrk.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 
-async function bareServer(): Promise<{ url: string; close(): void }> {
+export async function bareServer(): Promise<{ url: string; close(): void }> {
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c) => {

@@ -23,6 +23,8 @@ export interface OpenLoopOptions {
   /** Sent on the same schedule first, and left out of every figure. */
   warmupSeconds?: number;
   maxConnections?: number;
+  /** Also report the slowest latency of each 250 ms of the schedule (to see whether stalls recur). */
+  timeline?: boolean;
 }
 
 export interface OpenLoopResult {
@@ -40,6 +42,8 @@ export interface OpenLoopResult {
   max_ms: number;
   /** How late the generator sent requests after their schedule (its own lag, part of the latencies). */
   send_lag_p99_ms: number;
+  /** With `timeline`: the slowest answer scheduled in each 250 ms of the measured part, in ms. */
+  timeline_max_ms?: number[];
 }
 
 const round = (ms: number) => Math.round(ms * 100) / 100;
@@ -85,6 +89,8 @@ class Run {
   readonly start = performance.now() + 100;
   readonly latencies: Float64Array;
   readonly lags: Float64Array;
+  /** The latency of each measured request by its place in the schedule (NaN: not answered 2xx). */
+  readonly byIndex: Float64Array;
   measured = 0;
   next = 0;
   sent = 0;
@@ -109,6 +115,7 @@ class Run {
     this.total = this.warm + Math.round(o.rate * o.seconds);
     this.latencies = new Float64Array(this.total - this.warm);
     this.lags = new Float64Array(this.total);
+    this.byIndex = new Float64Array(this.total - this.warm).fill(Number.NaN);
   }
 
   scheduled(i: number): number {
@@ -193,6 +200,7 @@ class Run {
       if (status >= 200 && status < 300) {
         this.ok++;
         this.latencies[this.measured++] = now - this.scheduled(i);
+        this.byIndex[i - this.warm] = now - this.scheduled(i);
         this.lastAnswer = now;
       } else this.errors++;
     }
@@ -222,7 +230,19 @@ export async function generate(o: OpenLoopOptions): Promise<OpenLoopResult> {
     p999_ms: round(percentile(latencies, 0.999)),
     max_ms: round(latencies.length > 0 ? latencies[latencies.length - 1]! : Number.NaN),
     send_lag_p99_ms: round(percentile(lags, 0.99)),
+    ...(o.timeline && { timeline_max_ms: timeline(run.byIndex, Math.max(1, Math.round(o.rate / 4))) }),
   };
+}
+
+/** The largest value of each `per` consecutive entries. */
+function timeline(byIndex: Float64Array, per: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < byIndex.length; i += per) {
+    let max = 0;
+    for (let k = i; k < Math.min(byIndex.length, i + per); k++) if (byIndex[k]! > max) max = byIndex[k]!;
+    out.push(Math.round(max));
+  }
+  return out;
 }
 
 const self = fileURLToPath(import.meta.url);
