@@ -268,7 +268,7 @@ function matchAt(
         if (!article && lead !== 'past' && lead !== 'recent' && u !== 'hour' && u !== 'fortnight') {
           return hit(k + 1, { from: { unit: u, offset: -1 }, to: { unit: u, offset: 0 }, label: `last ${u}`, unit: u });
         }
-        return rolling(tokens, i, i + k, 1, undefined);
+        return rolling(tokens, i, i + k, 1, undefined, true);
       }
     }
   }
@@ -358,14 +358,22 @@ function current(u: CalendarUnit): Period {
   return { from: { unit: u, offset: 0 }, to: day(1), label: `this ${u}`, unit: u };
 }
 
-function rolling(tokens: Token[], start: number, unitIndex: number, n: number, label: string | undefined): PeriodMatch {
+/** The last N units, ending today; `unwritten`: no number was written ("the past month" is 30 days, DESIGN §7). */
+function rolling(
+  tokens: Token[],
+  start: number,
+  unitIndex: number,
+  n: number,
+  label: string | undefined,
+  unwritten = false,
+): PeriodMatch {
   const written = word(tokens, unitIndex);
-  const u = UNIT_WORDS[written]!;
+  const u = unwritten && UNIT_WORDS[written] === 'month' ? 'thirty_days' : UNIT_WORDS[written]!;
   const end = unitIndex + 1;
   const name = (unit: string) => (n === 1 ? unit : `${n} ${unit}s`);
   if (n < 1) return { start, end, period: null, error: 'the period must be at least 1' };
   if (u === 'hour') return { start, end, period: { from: { hours: n }, label: label ?? `the last ${name('hour')}` } };
-  const days = u === 'day' ? n : u === 'week' ? 7 * n : u === 'fortnight' ? 14 * n : null;
+  const days = u === 'day' ? n : u === 'week' ? 7 * n : u === 'fortnight' ? 14 * n : u === 'thirty_days' ? 30 : null;
   if (days !== null) {
     return {
       start,
