@@ -728,6 +728,8 @@ class Question {
     if (simple) {
       // a number of users: those matching the rest of the question, read as criteria
       if (users) users.used = true;
+      const distinct = users ? this.ms.slice(0, at).find((m) => !m.used && isRole(m, 'unique')) : undefined;
+      if (distinct) distinct.used = true;
       this.take('active');
       const rest = this.unused().filter(
         (m) => !isFiller(m) && !(m.kind === 'role' && QUIET_ROLES.has(m.role) && !isRole(m, 'and', 'with', 'rel')),
@@ -741,7 +743,8 @@ class Question {
         condition = this.period ? { type: 'did', events: [], filters: [], period: this.period } : { type: 'all' };
         this.period = undefined;
       } else condition = this.conditionFrom(rest, specs, numbers);
-      if (!count && relative) return this.userList(condition);
+      // "distinct users who purchased": one number, not the list
+      if (!count && !distinct && relative) return this.userList(condition);
       return this.finish({ kind: 'users' }, { events: [], filters: [] }, [], [], undefined, condition);
     }
     // distinct users per group or bucket
