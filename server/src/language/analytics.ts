@@ -28,7 +28,7 @@ import { between, QUIET_ROLES } from './question-state.js';
 import { SKIPPABLE } from './words.js';
 
 export function parseQuestion(reading: Reading, lexicon: Lexicon): Query {
-  const ms = reading.mentions.filter((m) => !(m.kind === 'symbol' && ['.', '?', '!', ',', ':', ';'].includes(m.text)));
+  const ms = reading.mentions.filter((m, i, all) => !chatty(m, all[i - 1], all[i + 1]));
   refuseErrors(ms);
   const q = new Question(ms, lexicon);
   return q.parse();
@@ -292,4 +292,17 @@ class Question extends QuestionMeasures {
     // "total purchases", "total users": a count
     return null;
   }
+}
+
+const PUNCTUATION = ['.', '?', '!', ',', ':', ';', '(', ')', '—', '–'];
+
+/**
+ * Punctuation of chatty questions, read as nothing: "revenue - last 7 days", "total sales ($)",
+ * "(ios only)". A dash between two numbers is a range ("$10 - $30") and stays.
+ */
+function chatty(m: Tagged, before: Tagged | undefined, after: Tagged | undefined): boolean {
+  if (m.kind !== 'symbol') return false;
+  if (PUNCTUATION.includes(m.text)) return true;
+  const numbers = before?.kind === 'number' && after?.kind === 'number';
+  return (m.text === '-' || m.text === '$') && !numbers;
 }

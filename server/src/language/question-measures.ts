@@ -79,6 +79,9 @@ export class QuestionMeasures extends QuestionShape {
       const ev = eventsOf(m);
       if (ev && targetsOf(m, 'agent').length > 0) return { measure: 'users', events: ev, filters: [] };
       if (ev) return { measure: 'events', events: ev, filters: [] };
+      // "per customer": a customer is a user who paid (the users with revenue events)
+      if (isRole(m, 'users') && /^(customers?|clients?|shoppers?)$/i.test(m.raw))
+        return { measure: 'users', events: this.moneyEvents(), filters: [] };
       if (isRole(m, 'users', 'visitors')) return { measure: 'users', events: [], filters: [] };
       if (isRole(m, 'money')) return { measure: 'sum', key: '$revenue', events: this.moneyEvents(), filters: [] };
       if (isRole(m, 'event_word')) return { measure: 'events', events: [], filters: [] };

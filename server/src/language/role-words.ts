@@ -152,6 +152,9 @@ export const MEASURE_ROLES: [string, string][] = [
     'anyone',
     'anybody',
     'individuals',
+    // abbreviations
+    'ppl',
+    'peeps',
   ].map((p) => [p, 'users'] as [string, string]),
   ...['visitors', 'visitor', 'unique visitors', 'unique visits'].map((p) => [p, 'visitors'] as [string, string]),
   ['unique', 'unique'],

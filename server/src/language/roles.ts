@@ -212,6 +212,8 @@ export const BUILTIN: [string, string][] = [
   ['to date', 'all_time'],
   ['in total', 'all_time'],
   ['overall', 'all_time'],
+  ['lifetime', 'all_time'],
+  ['all-time', 'all_time'],
   ['recently', '!vague_time'],
   ['recent', 'vague_time'],
   ['lately', '!vague_time'],
