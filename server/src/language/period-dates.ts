@@ -121,9 +121,23 @@ export function chronoDates(tokens: Token[], source: string, today: string): Map
     if (
       words.length === 1 &&
       AMBIGUOUS_MONTHS.has(words[0]!) &&
-      !['in', 'since', 'during', 'of', 'until', 'before', 'after', 'from', 'between', 'through'].includes(
-        word(tokens, first - 1),
-      )
+      // a month alone after a preposition or a comparison ("February vs March", "jan versus mar")
+      ![
+        'in',
+        'since',
+        'during',
+        'of',
+        'until',
+        'before',
+        'after',
+        'from',
+        'between',
+        'through',
+        'vs',
+        'versus',
+        'v',
+        'against',
+      ].includes(word(tokens, first - 1))
     ) {
       continue;
     }

@@ -256,7 +256,7 @@ function matchAgo(at: At): PeriodMatch | null | undefined {
 
 /** Since / after / before / until D. */
 function matchBoundary(at: At): PeriodMatch | null | undefined {
-  const { tokens, i, today, dates, now, w, hit } = at;
+  const { tokens, i, today, dates, now, w, hit, calendarUnit } = at;
   if (
     w(0) === 'since' ||
     w(0) === 'after' ||
@@ -266,20 +266,27 @@ function matchBoundary(at: At): PeriodMatch | null | undefined {
     w(0) === 'through' ||
     (w(0) === 'up' && w(1) === 'to')
   ) {
-    const k = w(0) === 'up' ? 2 : 1;
-    const inner = matchAt(tokens, i + k, today, dates, now);
+    // "since the start of March", "until the end of last week": the start or end of that period
+    const edge = w(1) === 'the' && ['start', 'beginning', 'end'].includes(w(2)) && w(3) === 'of';
+    const k = w(0) === 'up' ? 2 : edge ? 4 : 1;
+    const unit = edge && w(4) === 'the' ? calendarUnit(5) : null;
+    const inner = unit
+      ? { start: i + 4, end: i + 6, period: current(unit) }
+      : matchAt(tokens, i + k, today, dates, now);
     if (!inner || inner.start !== i + k) return null;
     if (!inner.period) return { ...inner, start: i };
     const p = inner.period;
     const len = inner.end - i;
     const what = tokens
-      .slice(i + k, inner.end)
+      .slice(edge ? i + 1 : i + k, inner.end)
       .map((t) => t.raw)
       .join(' ');
-    if (w(0) === 'since') return hit(len, p.from ? { from: p.from, label: `since ${what}` } : null, 'since when?');
-    if (w(0) === 'after') return hit(len, p.to ? { from: p.to, label: `after ${what}` } : null, 'after when?');
-    if (w(0) === 'before') return hit(len, p.from ? { to: p.from, label: `before ${what}` } : null, 'before when?');
-    return hit(len, p.to ? { to: p.to, label: `until ${what}` } : null, 'until when?');
+    const start = edge ? (w(2) === 'end' ? p.to : p.from) : p.from;
+    const end = edge ? start : p.to;
+    if (w(0) === 'since') return hit(len, start ? { from: start, label: `since ${what}` } : null, 'since when?');
+    if (w(0) === 'after') return hit(len, end ? { from: end, label: `after ${what}` } : null, 'after when?');
+    if (w(0) === 'before') return hit(len, start ? { to: start, label: `before ${what}` } : null, 'before when?');
+    return hit(len, end ? { to: end, label: `until ${what}` } : null, 'until when?');
   }
   return undefined;
 }

@@ -173,8 +173,13 @@ export class QuestionShape extends QuestionState {
   /** "most viewed category", "best-selling products", "most active users" */
   protected orderExtreme(i: number, m: Tagged, r: string) {
     m.used = true;
+    // "the 3 least viewed categories", "the 5 most active users": a number of rows written before
+    const n = this.ms[i - 1];
+    const written = n?.kind === 'number' && !n.used && !n.money && Number.isInteger(n.value) && n.value > 0;
+    if (written) n.used = true;
     const order = ['least', 'worst_selling', 'quietest', 'least_active'].includes(r) ? 'asc' : 'desc';
-    this.order = { order, limit: this.order?.limit ?? 1, ...(r.endsWith('selling') ? { selling: true } : {}) };
+    const limit = written ? n.value : (this.order?.limit ?? 1);
+    this.order = { order, limit, ...(r.endsWith('selling') ? { selling: true } : {}) };
     if (r === 'most_active' || r === 'least_active') {
       // "most active users": users by number of events
       const k = this.next(i);
@@ -183,7 +188,7 @@ export class QuestionShape extends QuestionState {
         this.setDimension(d.dim);
         this.ms[k]!.used = true;
       }
-      this.order.limit = 10;
+      if (!written) this.order.limit = 10;
       return;
     }
     // "most viewed category": the event that orders, then the dimension
@@ -198,7 +203,7 @@ export class QuestionShape extends QuestionState {
     if (d) {
       this.setDimension(d.dim);
       // "best-selling products": a list; "best-selling product": the one
-      if (/s$/i.test(this.ms[d.end]!.raw) && !/ss$/i.test(this.ms[d.end]!.raw) && this.order.limit === 1)
+      if (/s$/i.test(this.ms[d.end]!.raw) && !/ss$/i.test(this.ms[d.end]!.raw) && this.order.limit === 1 && !written)
         this.order.limit = 10;
       for (let x = k; x <= d.end; x++) this.ms[x]!.used = true;
     } else this.order.dimension = 'pending';
