@@ -25,6 +25,8 @@ interface ClauseWords {
   all: boolean;
   firstSeen: boolean;
   inactive: boolean;
+  /** Active in the period and first seen before it. */
+  returning: boolean;
   lastSeen: boolean;
   active: boolean;
   money: boolean;
@@ -41,6 +43,7 @@ function clauseWords(run: Tagged[], lexicon: Lexicon): ClauseWords {
     all: false,
     firstSeen: false,
     inactive: false,
+    returning: false,
     lastSeen: false,
     active: false,
     money: false,
@@ -57,6 +60,7 @@ function clauseWords(run: Tagged[], lexicon: Lexicon): ClauseWords {
     else if (r === 'all') w.all = true;
     else if (r === 'first_seen' || r === 'new_users' || r === 'new') w.firstSeen = true;
     else if (r === 'inactive') w.inactive = true;
+    else if (r === 'returning') w.returning = true;
     else if (r === 'last_seen') w.lastSeen = true;
     else if (r === 'active') w.active = true;
     else if (r === 'money' || r === 'how_much') w.money = true;
@@ -102,6 +106,15 @@ function seenCondition(
   if (w.field) {
     const has: Condition = { type: 'user', filter: { key: w.field, op: 'exists', values: [] } };
     return and([w.negated ? not(has) : has, ...rest()]);
+  }
+  if (w.returning && events.length === 0) {
+    if (!period) throw new NotUnderstood('Returning when? Add a period, e.g. "returning users this month".');
+    // active in the period, and not new in it: first seen before it started
+    const c = and([
+      { type: 'did', events: [], filters: [], period },
+      { type: 'not', of: { type: 'first_seen', period } },
+    ]);
+    return and([w.negated ? not(c) : c, ...rest()]);
   }
   if (w.firstSeen && events.length === 0) {
     if (!period) throw new NotUnderstood('Signed up when? Add a period, e.g. "signed up in the last 7 days".');

@@ -157,6 +157,8 @@ export const MEASURE_ROLES: [string, string][] = [
     'peeps',
   ].map((p) => [p, 'users'] as [string, string]),
   ...['visitors', 'visitor', 'unique visitors', 'unique visits'].map((p) => [p, 'visitors'] as [string, string]),
+  // active in a period and first seen before it
+  ['returning', '!returning'],
   ['unique', 'unique'],
   ['distinct', 'unique'],
   ['different', 'unique'],
