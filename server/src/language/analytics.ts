@@ -57,6 +57,7 @@ class Question extends QuestionMeasures {
   parse(): Query {
     this.relativeSegment();
     this.periods();
+    this.singleUser();
     this.orderAndGroups();
     const before = this.ms.filter((m) => !m.used);
     const numbers = takeNumbers(this.ms);
@@ -100,7 +101,64 @@ class Question extends QuestionMeasures {
   }
 
   /** "revenue from users who signed up last month": the users' clause is a segment. */
+  /** "the most purchases one user made": the extreme or mean of users' own figures, once read. */
+  private perUser?: 'max' | 'min' | 'avg' | 'median';
+
+  /**
+   * "the most orders one user placed", "highest total spend by a single user", "average number of
+   * sessions of any single user": an extreme or average word before "one/single/any user".
+   */
+  private singleUser() {
+    const single = (x: Tagged | undefined) => x?.kind === 'word' && ['one', 'single', 'any'].includes(x.word);
+    const at = this.ms.findIndex((m, i) => !m.used && isRole(m, 'users') && single(this.ms[i - 1]));
+    if (at < 0) return;
+    const people = this.ms[at]!;
+    const extreme = this.ms.find(
+      (x) =>
+        !x.used && x.start < people.start && isRole(x, 'most', 'least', 'agg:max', 'agg:min', 'agg:avg', 'agg:median'),
+    );
+    if (!extreme) return;
+    const r = roleOf(extreme);
+    this.perUser =
+      r === 'most' || r === 'agg:max'
+        ? 'max'
+        : r === 'least' || r === 'agg:min'
+          ? 'min'
+          : r === 'agg:avg'
+            ? 'avg'
+            : 'median';
+    for (const x of [people, this.ms[at - 1], extreme]) x!.used = true;
+    const before = this.ms[at - 2];
+    if (single(before) || (before?.kind === 'word' && before.word === 'a')) before!.used = true;
+    // "highest total spend": the total is each user's
+    for (const x of this.ms) if (!x.used && isRole(x, 'agg:sum') && x.start < people.start) x.used = true;
+  }
+
+  /** Each user's number of events or total money, reduced to one figure. */
+  private perUserMeasure(fn: 'max' | 'min' | 'avg' | 'median', numbers: NumberSpec[], specs: FilterSpec[]): Query {
+    if (this.groupBy || this.bucket || this.compare)
+      throw new NotUnderstood('A figure over single users is one number: drop the breakdown or comparison.');
+    const eventMentions = this.ms.filter((m) => !m.used && eventsOf(m));
+    const events = [...new Set(eventMentions.flatMap((m) => eventsOf(m)!))];
+    const money = this.take('money', 'how_much', 'sales');
+    for (const m of eventMentions) m.used = true;
+    this.take('count', 'count_events', 'event_word');
+    if (money) {
+      if (!this.lexicon.moneyKey) throw new NotUnderstood('This app has no events carrying revenue or an amount.');
+      const on = events.length > 0 ? events : this.moneyEvents();
+      return this.finish(
+        { kind: 'per_user', fn, of: 'sum', key: '$revenue' },
+        { events: on, filters: [] },
+        specs,
+        numbers,
+      );
+    }
+    if (events.length === 0) throw new NotUnderstood('Most of what, for one user? Name an event or revenue.');
+    return this.finish({ kind: 'per_user', fn, of: 'events' }, { events, filters: [] }, specs, numbers);
+  }
+
   protected measure(numbers: NumberSpec[], specs: FilterSpec[]): Query {
+    if (this.perUser) return this.perUserMeasure(this.perUser, numbers, specs);
     const metric = this.ms.find((m) => !m.used && roleOf(m).startsWith('metric:'));
     const percent = this.take('percent', 'ratio');
     if (percent) this.percent = true;

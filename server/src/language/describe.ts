@@ -157,6 +157,11 @@ function measure(m: Measure, q: Query, dc: DescribeContext): string {
       return `${part(m.numerator, dc)} divided by ${part(m.denominator, dc)}${m.percent ? ', as a percentage' : ''}`;
     case 'funnel':
       return `the percent of users with ${events(m.from)} who also have ${events(m.to)}`;
+    case 'per_user': {
+      const fn = { max: 'the largest', min: 'the smallest', avg: 'the average', median: 'the median' }[m.fn];
+      const each = m.of === 'events' ? 'number of' : `total ${keyName(m.key ?? '$revenue')} of`;
+      return `${fn} of each user's ${each} ${events(q.events)} (over the users who have such events)`;
+    }
   }
 }
 

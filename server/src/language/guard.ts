@@ -159,6 +159,7 @@ function baseFacts(read: unknown): Facts {
 function queryFacts(q: Query): Facts {
   const facts = baseFacts(q);
   const m = q.measure;
+  facts.perUserAggregate = m.kind === 'per_user';
   facts.perUser =
     facts.perUserAggregate ||
     q.groupBy?.kind === 'user' ||
