@@ -100,7 +100,7 @@ describe('POST /v1/audiences: what is stored and answered', () => {
       user_count: 1,
       created_at: expect.any(String),
       message: expect.stringMatching(
-        /^Audience created with 1 user, understood as: users who did "purchase" event at least 3 times in the last 30 days \(\d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d\)\.$/,
+        /^Audience created with 1 user, understood as: users who did "purchase" event at least 3 times in the last 30 days \(today and the 29 days before, from local midnight: \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d\)\.$/,
       ),
       interpretation: expect.stringContaining('users who did "purchase" event at least 3 times in the last 30 days'),
       query_method: 'rules',

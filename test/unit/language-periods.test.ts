@@ -41,7 +41,9 @@ const EXPECTED: [string, string | null, string | null][] = [
   ['in the last 2 weeks', '2026-03-18', '2026-03-31'],
   ['in the last 30 days', '2026-03-02', '2026-03-31'],
   ['in the last 3 months', '2026-01-01', '2026-03-31'],
-  ['in the past month', '2026-03-01', '2026-03-31'],
+  // "past week/month": 7 or 30 calendar days ending today (DESIGN §7), like "the last 30 days"
+  ['in the past month', '2026-03-02', '2026-03-31'],
+  ['in the last month', '2026-03-02', '2026-03-31'],
   ['3 days ago', '2026-03-28', '2026-03-28'],
   ['2 weeks ago', '2026-03-16', '2026-03-22'],
   ['since March 15', '2026-03-15', null],

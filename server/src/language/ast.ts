@@ -103,6 +103,11 @@ export type Measure =
   | { kind: 'retention_day'; day: number }
   /** One count divided by another (times 100 when `percent`). */
   | { kind: 'ratio'; numerator: Part; denominator: Part; percent: boolean }
+  /**
+   * One figure over users' own figures: the largest, smallest, average or median of each user's
+   * number of events (`of: 'events'`) or total of `key` (`of: 'sum'`), over the users with such events.
+   */
+  | { kind: 'per_user'; fn: 'max' | 'min' | 'avg' | 'median'; of: 'events' | 'sum'; key?: string }
   /** Of the users who did `from` in the period, the percent who also did `to` in it. */
   | { kind: 'funnel'; from: EventSet; to: EventSet };
 

@@ -157,6 +157,11 @@ function measure(m: Measure, q: Query, dc: DescribeContext): string {
       return `${part(m.numerator, dc)} divided by ${part(m.denominator, dc)}${m.percent ? ', as a percentage' : ''}`;
     case 'funnel':
       return `the percent of users with ${events(m.from)} who also have ${events(m.to)}`;
+    case 'per_user': {
+      const fn = { max: 'the largest', min: 'the smallest', avg: 'the average', median: 'the median' }[m.fn];
+      const each = m.of === 'events' ? 'number of' : `total ${keyName(m.key ?? '$revenue')} of`;
+      return `${fn} of each user's ${each} ${events(q.events)} (over the users who have such events)`;
+    }
   }
 }
 
@@ -197,7 +202,7 @@ export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Per
     let s =
       q.segment && q.segment.type !== 'all' ? `The number of ${describeUsers(q.segment, dc)}` : 'The number of users';
     if (q.groupBy) s += `, by ${dimension(q.groupBy)}${q.percent ? ' as a percentage of the total' : ''}`;
-    return `${s}.`;
+    return `${s}. ${shape(q)}`;
   }
   let s = measure(q.measure, q, dc);
   s = s.charAt(0).toUpperCase() + s.slice(1);
@@ -216,5 +221,18 @@ export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Per
   if (q.compare) s += `, compared between ${q.compare.map((p) => describePeriod(p, dc.today, dc.now)).join(' and ')}`;
   else if (period) s += `, ${periodPhrase(period, dc.today, dc.now)}`;
   else s += ', over all time';
-  return `${s}.`;
+  return `${s}. ${shape(q)}`;
+}
+
+/** What the answer looks like and whose events it counts, so that a reader sees what was computed. */
+function shape(q: Query): string {
+  const rows = q.compare
+    ? 'One row per period compared'
+    : q.groupBy
+      ? `One row per group${q.limit ? ` (at most ${q.limit})` : ''}`
+      : q.bucket && !q.average
+        ? `One row per ${q.bucket}`
+        : 'One figure';
+  const who = q.segment && q.segment.type !== 'all' ? 'only the users described' : "all of the app's users";
+  return `${rows}, counting ${who}.`;
 }

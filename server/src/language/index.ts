@@ -6,6 +6,7 @@
 import { parseQuestion } from './analytics.js';
 import type { Condition, Query } from './ast.js';
 import { parseCriteria } from './criteria.js';
+import { guardMeaning } from './guard.js';
 import { type Lexicon, nameWords } from './lexicon.js';
 import { read } from './mentions.js';
 import { NotUnderstood } from './not-understood.js';
@@ -39,13 +40,31 @@ export interface Understood<T> {
 /** Reads an analytics question; throws NotUnderstood. */
 export function understandQuestion(text: string, lexicon: Lexicon, clock: Clock): Understood<Query> {
   const reading = read(text, lexicon, clock.today, clock.now);
-  return { ast: parseQuestion(reading, lexicon), corrections: reading.corrections };
+  const ast = parseQuestion(reading, lexicon);
+  guardMeaning(reading, ast, 'question');
+  return { ast, corrections: reading.corrections };
+}
+
+/**
+ * The guard of understandQuestion/understandCriteria for a reading filled by a language model:
+ * throws NotUnderstood when a word that changes the meaning of `text` does not show in `ast`.
+ */
+export function checkMeaning(
+  text: string,
+  ast: Query | Condition,
+  lexicon: Lexicon,
+  clock: Clock,
+  kind: 'question' | 'criteria',
+): void {
+  guardMeaning(read(text, lexicon, clock.today, clock.now), ast, kind);
 }
 
 /** Reads audience criteria; throws NotUnderstood. */
 export function understandCriteria(text: string, lexicon: Lexicon, clock: Clock): Understood<Condition> {
   const reading = read(text, lexicon, clock.today, clock.now);
-  return { ast: parseCriteria(reading, lexicon), corrections: reading.corrections };
+  const ast = parseCriteria(reading, lexicon);
+  guardMeaning(reading, ast, 'criteria');
+  return { ast, corrections: reading.corrections };
 }
 
 export interface Suggestions {
@@ -84,7 +103,9 @@ export function suggest(
     }
   };
   const rephrasings: string[] = [];
-  for (const word of unknown) {
+  for (const candidate of error.rephrasings)
+    if (rephrasings.length < 3 && !rephrasings.includes(candidate) && parses(candidate)) rephrasings.push(candidate);
+  for (const word of error.rephrasings.length > 0 ? [] : unknown) {
     if (!word || !text.includes(word)) continue;
     for (const n of lexicon.closest(word, 3)) {
       const candidate = text.replace(word, nameWords(n).join(' '));

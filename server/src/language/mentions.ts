@@ -53,19 +53,7 @@ export function read(source: string, lexicon: Lexicon, today: string, now: Date)
       `That is ${tokens.length} words long: ask one thing at a time, in at most ${MAX_TOKENS} words.`,
     );
   }
-  const corrections: [string, string][] = [];
-  let attempts = 0;
-  for (const t of tokens) {
-    if (attempts >= 10) break;
-    if (t.kind !== 'word' || FILLERS.has(t.text) || builtinIndex.has(t.text) || lexicon.knows(t.text)) continue;
-    if (/^\d/.test(t.text)) continue;
-    attempts++;
-    const fixed = lexicon.correct(t.text, BUILTIN_WORDS);
-    if (fixed && fixed !== t.text) {
-      corrections.push([t.raw, fixed]);
-      t.text = fixed;
-    }
-  }
+  const corrections = correctTypos(tokens, lexicon);
   const mentions: Tagged[] = [];
   const raw = (a: number, b: number) => source.slice(tokens[a]!.start, tokens[Math.min(b, tokens.length) - 1]!.end);
   const periods = findPeriods(tokens, source, today, now);
@@ -134,6 +122,24 @@ export function read(source: string, lexicon: Lexicon, today: string, now: Date)
     i++;
   }
   return { tokens, mentions, corrections, today };
+}
+
+/** Reads unknown words as the closest word of the app or of the engine (at most 10 tries). */
+function correctTypos(tokens: Token[], lexicon: Lexicon): [string, string][] {
+  const corrections: [string, string][] = [];
+  let attempts = 0;
+  for (const t of tokens) {
+    if (attempts >= 10) break;
+    if (t.kind !== 'word' || FILLERS.has(t.text) || builtinIndex.has(t.text) || lexicon.knows(t.text)) continue;
+    if (/^\d/.test(t.text)) continue;
+    attempts++;
+    const fixed = lexicon.correct(t.text, BUILTIN_WORDS);
+    if (fixed && fixed !== t.text) {
+      corrections.push([t.raw, fixed]);
+      t.text = fixed;
+    }
+  }
+  return corrections;
 }
 
 function matchBuiltin(

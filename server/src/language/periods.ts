@@ -85,7 +85,17 @@ export function describePeriod(p: Period, today: string, now: Date): string {
         : last
           ? `until ${last}`
           : '';
-  return dates && !p.label.includes(dates) ? `${p.label} (${dates})` : p.label;
+  if (!dates || p.label.includes(dates)) return p.label;
+  const rule = rollingDays(p);
+  return `${p.label} (${rule ? `${rule}: ` : ''}${dates})`;
+}
+
+/** "today and the 6 days before" for the last N days, so that the reader sees the rule as well as the dates. */
+function rollingDays(p: Period): string | null {
+  const { from, to } = p;
+  if (!from || !to || !('unit' in from) || !('unit' in to) || from.months) return null;
+  if (from.unit !== 'day' || to.unit !== 'day' || to.offset !== 1 || from.offset >= 0) return null;
+  return `today and the ${-from.offset} day${from.offset === -1 ? '' : 's'} before, from local midnight`;
 }
 
 /** The period as the end of a sentence: "over last week (...)", "since March 15 (from ...)", "on 2026-03-10". */

@@ -12,6 +12,7 @@ import { findApp, findOrganization } from '../storage/tenancy.js';
 import { localDate } from '../time.js';
 import {
   type Condition,
+  checkMeaning,
   examples,
   type Lexicon,
   NotUnderstood,
@@ -161,6 +162,8 @@ async function fromModel<T>(
   }
   try {
     const read = kind === 'question' ? queryFromModel(answer, lc.lexicon) : criteriaFromModel(answer, lc.lexicon);
+    // the model's reading goes through the same guard as the engine's
+    checkMeaning(text, read.ast as Query | Condition, lc.lexicon, lc.clock, kind);
     return { method: 'llm', ast: read.ast as T, confidence: read.confidence, corrections: [] };
   } catch (err) {
     if (!(err instanceof NotUnderstood)) throw err;

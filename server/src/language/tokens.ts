@@ -133,7 +133,7 @@ export function tokenize(source: string): Token[] {
     const between = source.slice(tokens[i - 1]!.end, tokens[i]!.start);
     if (between === '-' || between === '/' || between === '_') tokens[i]!.joined = true;
   }
-  return tokens;
+  return joinCompounds(tokens);
 }
 
 function words(word: string, start: number, joined: boolean, push: (t: Token) => void) {
@@ -174,4 +174,26 @@ function words(word: string, start: number, joined: boolean, push: (t: Token) =>
     return;
   }
   emit(lower, raw, start, joined);
+}
+
+/** Two-word verbs people write for one action: "check out" is a checkout (a purchase). */
+const COMPOUNDS: Record<string, { second: string[]; joined: string }> = {
+  check: { second: ['out', 'outs'], joined: 'checkout' },
+  checks: { second: ['out'], joined: 'checkout' },
+  checked: { second: ['out'], joined: 'checkout' },
+  checking: { second: ['out'], joined: 'checkout' },
+};
+
+function joinCompounds(tokens: Token[]): Token[] {
+  const out: Token[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    const next = tokens[i + 1];
+    const c = t.kind === 'word' ? COMPOUNDS[t.text] : undefined;
+    if (c && next?.kind === 'word' && c.second.includes(next.text)) {
+      out.push({ ...t, raw: `${t.raw} ${next.raw}`, text: c.joined, end: next.end });
+      i++;
+    } else out.push(t);
+  }
+  return out;
 }

@@ -46,11 +46,12 @@ export const SKIPPABLE = new Set([
 
 /** Groups of words that mean the same action; an app event whose name holds one answers to all. */
 export const EVENT_SYNONYMS: readonly string[][] = [
-  ['purchase', 'buy', 'order', 'transaction', 'sale', 'pay', 'payment', 'sell'],
+  ['purchase', 'buy', 'order', 'transaction', 'sale', 'pay', 'payment', 'sell', 'checkout'],
   ['view', 'look', 'browse'],
   ['session', 'visit', 'open', 'launch'],
   ['signup', 'register', 'registration', 'join'],
-  ['cart', 'basket'],
+  ['cart', 'basket', 'trolley'],
+  ['add', 'put'],
   ['login', 'signin'],
   ['click', 'tap'],
   ['search'],
@@ -132,6 +133,9 @@ export const MONEY_WORDS = new Set([
   'bucks',
   'euros',
   'euro',
+  // abbreviations
+  'rev',
+  'revs',
 ]);
 
 /** Property names that hold money, in order of preference (DESIGN §6: revenue, else amount). */

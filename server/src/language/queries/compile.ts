@@ -65,6 +65,8 @@ function scalar(sql: Sql, q: Query): string {
       return retentionDay(sql, q, m.day);
     case 'metric':
       return `(select value from (${metricSql(sql, q, m.metric)}) as metric)`;
+    case 'per_user':
+      return perUser(sql, q, m);
     default:
       return `(${grouped(sql, q, null)})`;
   }
@@ -77,6 +79,21 @@ function part(sql: Sql, p: Part, q: Query): string {
   if (p.measure === 'events') return `select count(*) from events ${e} where ${where}`;
   if (p.measure === 'users') return `select count(distinct ${e}.user_id) from events ${e} where ${where}`;
   return `select coalesce(sum(${sql.number(e, p.key ?? '$revenue')}), 0) from events ${e} where ${where}`;
+}
+
+/** The largest, smallest, average or median of each user's count or total, over users with such events. */
+function perUser(sql: Sql, q: Query, m: Extract<Query['measure'], { kind: 'per_user' }>): string {
+  const e = sql.next('e');
+  const v = m.of === 'events' ? 'count(*)' : `coalesce(sum(${sql.number(e, m.key ?? '$revenue')}), 0)`;
+  const agg =
+    m.fn === 'avg'
+      ? 'round(avg(s.v), 2)'
+      : m.fn === 'median'
+        ? 'round((percentile_cont(0.5) within group (order by s.v))::numeric, 2)'
+        : `${m.fn}(s.v)`;
+  return `(select ${agg} from (select ${e}.user_id, ${v} as v from events ${e}
+  where true${sql.events(e, q.events.events, q.events.filters)}${sql.period(`${e}.created_at`, q.period)}${segment(sql, q, e)}
+  group by ${e}.user_id) as s)`;
 }
 
 function funnel(sql: Sql, q: Query, from: EventSet, to: EventSet): string {
