@@ -858,7 +858,7 @@ export class TallySdk extends HeyApiClient {
      *
      * The tracked link behind a notification's action URL. Records the click, then redirects
      * (302) to the action URL. Needs no credential: it is opened by the end user's device.
-     * 404 when the delivery id is unknown.
+     * 404 when the delivery id is unknown. Rate limit: per client IP (429 with `Retry-After`).
      */
     public pushClick<ThrowOnError extends boolean = false>(options: Options<PushClickData, ThrowOnError>) {
         return (options.client ?? this.client).get<unknown, PushClickErrors, ThrowOnError>({ url: '/v1/r/{deliveryId}', ...options });

@@ -6905,6 +6905,10 @@ export type PushClickErrors = {
      */
     404: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
