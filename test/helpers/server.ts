@@ -16,6 +16,7 @@ import { startServer } from '../../server/src/server.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
 import { type AppRow, insertApp, insertOrganization, type OrganizationRow } from '../../server/src/storage/tenancy.js';
 import type { Tally } from '../../server/src/tally.js';
+import { observeContract } from './contract-observer.js';
 
 export const TEST_ADMIN_TOKEN = 'tk_admin_test-token-for-the-suite';
 
@@ -101,6 +102,7 @@ export async function startTestServer(
     jobs: options.jobs,
     jobSchema: options.jobSchema,
   });
+  observeContract(running.server);
   const clientFor = (apiKey?: string) => createTallyClient({ baseUrl: running.url, apiKey });
   return {
     url: running.url,
