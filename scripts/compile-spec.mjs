@@ -3,7 +3,7 @@
 //   generated/openapi/openapi.yaml      OpenAPI 3.1 (served at /openapi.yaml, used by the validator)
 //   generated/openapi/openapi.3.0.yaml  OpenAPI 3.0 copy, for tools that do not read 3.1
 //   generated/docs/index.html           static API reference (Redoc, self-contained)
-// then lints both documents with Redocly. Exits non-zero on the first failure.
+// then lints both documents with Redocly and Spectral. Exits non-zero on the first failure.
 // Usage: node scripts/compile-spec.mjs
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +15,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tsp = join(root, 'node_modules/@typespec/compiler/cmd/tsp.js');
 const redocly = join(root, 'node_modules/@redocly/cli/bin/cli.js');
 const redoclyConfig = join(root, 'spec/redocly.yaml');
+const spectral = join(root, 'node_modules/@stoplight/spectral-cli/dist/index.js');
+const spectralRuleset = 'spec/.spectral.yaml';
 
 // The emitter writes one folder per OpenAPI version; these are the files we keep, and where.
 const outputs = [
@@ -98,6 +100,17 @@ function main() {
       target,
     ]);
   }
+
+  // spec/.spectral.yaml extends spectral:oas; --fail-severity warn: a warning fails too.
+  run(`spectral lint ${outputs.map((o) => o.target).join(' ')}`, spectral, [
+    'lint',
+    '--ruleset',
+    spectralRuleset,
+    '--fail-severity',
+    'warn',
+    '--quiet',
+    ...outputs.map((o) => o.target),
+  ]);
 
   // --inlineBundle embeds Redoc's script, so the reference works offline and loads nothing
   // from a third-party CDN (Tally is self-hosted).

@@ -74,6 +74,24 @@ describe.skipIf(!available && !inCi)('the home page and the API reference in a b
     await page.close();
   });
 
+  it("/docs shows an operation's request and response examples, error examples included, from this server alone", async () => {
+    const { page, outside } = await open('/docs');
+    await page.waitForSelector('text=Tally API', { timeout: 20_000 });
+    await page.getByText('Events', { exact: true }).first().click();
+    await page.getByText('Track a batch of events').first().click();
+    // The reference gives each operation a section named by its tag and operation id.
+    const operation = page.locator('[data-section-id="/events/events_trackbatch"]');
+    await operation.getByText('Track a batch of events').first().waitFor({ timeout: 10_000 });
+    const samples = operation.locator('[data-testid="right-panel"]');
+    // The success example (spec/events/examples.tsp) in the response samples...
+    await samples.getByText('"2 events recorded."').first().waitFor({ timeout: 10_000 });
+    // ...and, once the 413 answer is chosen, its example.
+    await operation.locator('[role=tab]', { hasText: /^413$/ }).first().click({ timeout: 10_000 });
+    await samples.getByText('"PAYLOAD_TOO_LARGE"').first().waitFor({ timeout: 10_000 });
+    expect(outside).toEqual([]);
+    await page.close();
+  }, 60_000);
+
   it('a guide is plain text, and a name outside the guides is 404 in the error envelope', async () => {
     const guide = await fetch(`${server.url}/guides/analytics.md`);
     expect(guide.headers.get('content-type')).toBe('text/plain; charset=utf-8');

@@ -1,6 +1,9 @@
 // Credentials of each surface, tenant isolation, and the error envelope for everything that can
 // go wrong before a handler runs.
+import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { CONTRACT_PATH } from '../../server/src/contract.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
@@ -227,6 +230,8 @@ describe('the error envelope', () => {
     const doc = await res.json();
     expect(doc.openapi).toMatch(/^3\.1/);
     expect(doc.paths['/v1/events'].post.operationId).toBe('Events_track');
+    // exactly the committed generated/openapi/openapi.yaml, examples included
+    expect(doc).toEqual(parse(fs.readFileSync(CONTRACT_PATH, 'utf8')));
   });
 });
 

@@ -14,21 +14,33 @@ import { createLogger } from '../../server/src/logger.js';
 import { sandboxExecutor } from '../../server/src/sandbox/open.js';
 import { sandboxRoleName } from '../../server/src/sandbox/queries/role.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
+import { startContractRun } from './contract-coverage.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     database: { kind: 'pglite'; templateDir: string } | { kind: 'postgres'; url: string };
+    /** Where test servers record the answers they give (contract-observer.ts). */
+    contractRun: string;
   }
 }
 
 export default async function setup(project: TestProject) {
+  const contract = startContractRun(project);
+  const database = await setUpDatabase(project);
+  return async () => {
+    await database?.();
+    await contract.finish();
+  };
+}
+
+async function setUpDatabase(project: TestProject): Promise<(() => unknown) | undefined> {
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (adminUrl && process.env.TEST_DATABASE_REUSE === '1') {
     const db = await openDatabase({ databaseUrl: adminUrl });
     await prepare(db);
     await db.close();
     project.provide('database', { kind: 'postgres', url: adminUrl });
-    return;
+    return undefined;
   }
   if (adminUrl) {
     const name = `tally_test_${Date.now()}_${randomBytes(3).toString('hex')}`;

@@ -16,6 +16,8 @@ import { startServer } from '../../server/src/server.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
 import { type AppRow, insertApp, insertOrganization, type OrganizationRow } from '../../server/src/storage/tenancy.js';
 import type { Tally } from '../../server/src/tally.js';
+import { observeContract } from './contract-observer.js';
+import { prismWanted, startPrism } from './prism.js';
 
 export const TEST_ADMIN_TOKEN = 'tk_admin_test-token-for-the-suite';
 
@@ -101,9 +103,13 @@ export async function startTestServer(
     jobs: options.jobs,
     jobSchema: options.jobSchema,
   });
-  const clientFor = (apiKey?: string) => createTallyClient({ baseUrl: running.url, apiKey });
+  observeContract(running.server);
+  // TEST_PRISM=1: every request goes through Prism, validating each answer (helpers/prism.ts).
+  const prism = prismWanted() ? await startPrism(running.url) : null;
+  const url = prism?.url ?? running.url;
+  const clientFor = (apiKey?: string) => createTallyClient({ baseUrl: url, apiKey });
   return {
-    url: running.url,
+    url,
     db,
     config,
     jobs: running.jobs,
@@ -133,9 +139,13 @@ export async function startTestServer(
       };
     },
     async close() {
+      await prism?.close();
       await running.close();
       if (!options.database) await db.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
+      const violations = prism?.violations() ?? [];
+      if (violations.length > 0)
+        throw new Error(`Prism found answers that break the contract:\n${violations.join('\n')}`);
     },
   };
 }

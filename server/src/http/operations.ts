@@ -73,7 +73,8 @@ export const reply = {
   redirect: (status: 301 | 302 | 303 | 307, location: string, headers: Record<string, string> = {}): Reply => ({
     [REPLY]: (res) => {
       res.set(headers);
-      res.redirect(status, location);
+      // No body: the contract declares none for a redirect (Express's res.redirect writes one).
+      res.status(status).location(location).end();
     },
   }),
   /**

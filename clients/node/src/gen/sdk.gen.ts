@@ -841,9 +841,7 @@ export class TallySdk extends HeyApiClient {
     /**
      * Get campaign status
      *
-     * The tracked link behind a notification's action URL. Records the click, then redirects
-     * (302) to the action URL. Needs no credential: it is opened by the end user's device.
-     * 404 when the delivery id is unknown.The status of a push campaign, or of one `/v1/sendpush` send named by its `deliveryId` (a
+     * The status of a push campaign, or of one `/v1/sendpush` send named by its `deliveryId` (a
      * campaign of one), with delivery counters and rates as fractions from 0 to 1. 404 for an
      * unknown id or another app's.
      */
@@ -857,6 +855,10 @@ export class TallySdk extends HeyApiClient {
     
     /**
      * Follow a push click link
+     *
+     * The tracked link behind a notification's action URL. Records the click, then redirects
+     * (302) to the action URL. Needs no credential: it is opened by the end user's device.
+     * 404 when the delivery id is unknown. Rate limit: per client IP (429 with `Retry-After`).
      */
     public pushClick<ThrowOnError extends boolean = false>(options: Options<PushClickData, ThrowOnError>) {
         return (options.client ?? this.client).get<unknown, PushClickErrors, ThrowOnError>({ url: '/v1/r/{deliveryId}', ...options });

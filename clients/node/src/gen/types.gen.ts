@@ -4104,10 +4104,6 @@ export type AdminTokensRotateErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -4152,10 +4148,6 @@ export type AdminTokensRetirePreviousErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -4207,10 +4199,6 @@ export type AdminAppsListErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -4259,10 +4247,6 @@ export type AdminAppsCreateErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -4313,10 +4297,6 @@ export type AdminAppsGetErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -4371,10 +4351,6 @@ export type AdminAppsUpdateErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -4439,10 +4415,6 @@ export type AdminPrivacyAuditErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -4492,10 +4464,6 @@ export type AdminCampaignsListErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -4551,10 +4519,6 @@ export type AdminCampaignsCreateErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -4604,10 +4568,6 @@ export type AdminIdentitySecretsListErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -4667,10 +4627,6 @@ export type AdminIdentitySecretsGenerateErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -4725,10 +4681,6 @@ export type AdminIdentitySecretsRemoveErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -4778,10 +4730,6 @@ export type AdminKeysListErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -4837,10 +4785,6 @@ export type AdminKeysCreateErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -4890,10 +4834,6 @@ export type AdminPushGetErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -4949,10 +4889,6 @@ export type AdminPushConfigureErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -5006,10 +4942,6 @@ export type AdminDemoSeedErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -5065,10 +4997,6 @@ export type AdminPrivacyEraseUserErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -5123,10 +5051,6 @@ export type AdminPrivacyExportUserErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -5176,10 +5100,6 @@ export type AdminVersionsListErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -5235,10 +5155,6 @@ export type AdminVersionsAddErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -5293,10 +5209,6 @@ export type AdminAuditListErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -5346,10 +5258,6 @@ export type AdminCampaignsGetErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -5405,10 +5313,6 @@ export type AdminCampaignsPauseErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -5463,10 +5367,6 @@ export type AdminCampaignsResumeErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -5517,10 +5417,6 @@ export type AdminKeysRevokeErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -5561,10 +5457,6 @@ export type AdminOrganizationsListErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -5610,10 +5502,6 @@ export type AdminOrganizationsCreateErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -5664,10 +5552,6 @@ export type AdminOrganizationsGetErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -5723,10 +5607,6 @@ export type AdminOrganizationsUpdateErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -5767,10 +5647,6 @@ export type AdminSecretKeyResealErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -5816,10 +5692,6 @@ export type McpInfoErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -5886,10 +5758,6 @@ export type McpEngagementErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -5962,10 +5830,6 @@ export type McpEventAnalyticsErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -6037,10 +5901,6 @@ export type McpFunnelsErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -6086,10 +5946,6 @@ export type McpAuthErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -6134,10 +5990,6 @@ export type McpDocsErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -6217,10 +6069,6 @@ export type McpEventsErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -6265,10 +6113,6 @@ export type McpResourcesErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -6324,10 +6168,6 @@ export type McpGetAppErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -6381,10 +6221,6 @@ export type McpAppVersionsErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -6440,10 +6276,6 @@ export type McpListAudiencesErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -6497,10 +6329,6 @@ export type McpGetAudienceErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -6564,10 +6392,6 @@ export type McpListCampaignsErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -6621,10 +6445,6 @@ export type McpGetCampaignErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -6684,10 +6504,6 @@ export type McpGetUserErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -6755,10 +6571,6 @@ export type AnalyticsMetricsErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -6807,10 +6619,6 @@ export type AnalyticsQueryErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -6870,10 +6678,6 @@ export type AudiencesListErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -6923,10 +6727,6 @@ export type AudiencesCreateErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -6972,10 +6772,6 @@ export type EventsTrackErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -7020,10 +6816,6 @@ export type EventsTrackBatchErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -7075,10 +6867,6 @@ export type PushCampaignStatusErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -7117,13 +6905,13 @@ export type PushClickErrors = {
      */
     404: ErrorResponse;
     /**
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -7164,10 +6952,6 @@ export type PushSendErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The push provider refused the request for good (`PROVIDER_ERROR`); `details` carries the provider's name, status and reason.
      */
@@ -7217,10 +7001,6 @@ export type UsersUpsertErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -7275,10 +7055,6 @@ export type UsersCreateAliasErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -7332,10 +7108,6 @@ export type UsersReplaceIdErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -7385,10 +7157,6 @@ export type UsersEraseErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -7440,10 +7208,6 @@ export type UsersExportErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -7494,10 +7258,6 @@ export type WebsiteConfigErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -7546,10 +7306,6 @@ export type WebsiteTrackEventErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -7600,10 +7356,6 @@ export type WebsiteIdentifyErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -7652,10 +7404,6 @@ export type WebsiteSubscribePushErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
@@ -7706,10 +7454,6 @@ export type WebsiteUpsertUserErrors = {
      */
     500: ErrorResponse;
     /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
-    /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
     503: ErrorResponse;
@@ -7758,10 +7502,6 @@ export type WebsiteLogVisitErrors = {
      * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
      */
     500: ErrorResponse;
-    /**
-     * The operation is part of the contract but not available in this build yet (`NOT_IMPLEMENTED`).
-     */
-    501: ErrorResponse;
     /**
      * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
      */
