@@ -31,6 +31,10 @@ export function createApp(tally: Tally): Express {
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'extended');
+  // No automatic ETags: they made conditional GETs answer 304, which the contract does not
+  // declare (the browser's revalidation of GET /v1/website/config did), and cost a hash a response.
+  // The SDK script keeps its own ETag and 304 (http/sdk.ts).
+  app.set('etag', false);
 
   // request id, logger, the context later layers fill in; the request's log line and HTTP metrics
   app.use(requestContextMiddleware(logger, { label: operationLabeler(doc), metrics: tally.metrics }));

@@ -29,12 +29,12 @@ export const llmFailures = new Map<string, number>();
 export function setUpCampaignServer(options: { ownDatabase?: string } = {}): void {
   let own: Awaited<ReturnType<typeof openOwnDatabase>> | undefined;
   beforeAll(async () => {
-    // The language model: picks `checkout_completed` for "the customer paid", nothing otherwise;
+    // The language model: picks `checkout_completed` for "the deal is sealed" (no word of it names an event), nothing otherwise;
     // writes every push text as "Big sale today".
     llm = await startFakeOpenAi((req) => {
       if (req.response_format?.json_schema?.name === 'trigger_event') {
         const asked = req.messages.at(-1)!.content;
-        return JSON.stringify({ event_name: asked.includes('the customer paid') ? 'checkout_completed' : null });
+        return JSON.stringify({ event_name: asked.includes('the deal is sealed') ? 'checkout_completed' : null });
       }
       const prompt = req.messages.at(-1)!.content;
       for (const [key, left] of llmFailures) {

@@ -72,7 +72,7 @@ describe('trigger campaigns', () => {
     });
     const chosen = await createCampaign(c, t.app.id, {
       schedule_type: 'trigger',
-      trigger_event_prompt: 'when the customer paid',
+      trigger_event_prompt: 'when the deal is sealed',
     });
     expect(chosen.trigger).toEqual({
       event_name: 'checkout_completed',

@@ -177,6 +177,18 @@ describe('GET /v1/website/config', () => {
     const o = await web.websiteConfig({ query: { app_id: off.app.id }, ...from(SITE) });
     expect(o.data?.bot_detection).toEqual({ enabled: false, mode: 'off', advanced_allowed: false });
   });
+
+  it('answers a browser revalidating it with the configuration again, never 304, which the contract does not declare', async () => {
+    const url = `${server.url}/v1/website/config?app_id=${tenant.app.id}`;
+    const first = await fetch(url, { headers: { Origin: SITE } });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('etag')).toBeNull();
+    const again = await fetch(url, {
+      headers: { Origin: SITE, 'If-None-Match': '*', 'If-Modified-Since': new Date().toUTCString() },
+    });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ success: true, app_id: tenant.app.id });
+  });
 });
 
 describe('POST /v1/website/visits', () => {
