@@ -141,6 +141,42 @@ describe('10,000 events from 50 clients through the lean path', () => {
   }, 120_000);
 });
 
+describe('two apps written at the same time', () => {
+  it("keeps each app's users, aliases, insert_ids and counters apart", async () => {
+    const a = await server.createTenant();
+    const b = await server.createTenant();
+    // App A knows `alias-x` as an alias of its user `shared`; in app B it is a user of its own.
+    await a.client.eventsTrack({ body: { event_name: 'seed', user_id: 'shared' } });
+    const alias = await a.client.usersCreateAlias({ body: { user_id: 'shared', alias_id: 'alias-x' } });
+    expect(alias.response.status).toBe(200);
+    const body = (extra: Record<string, unknown>) => ({ event_name: 'both', insert_id: 'same-iid', ...extra });
+    const [ra, rb, rc] = await Promise.all([
+      post(a, '/v1/events', body({ user_id: 'shared' })),
+      post(b, '/v1/events', body({ user_id: 'shared' })),
+      post(b, '/v1/events', { event_name: 'aliased', user_id: 'alias-x' }),
+    ]);
+    expect([ra.status, rb.status, rc.status]).toEqual([200, 200, 200]);
+    expect(ra.body.duplicate).toBeUndefined();
+    expect(rb.body.duplicate).toBeUndefined();
+    const userA = await db()('users').where({ app_id: a.app.id, external_id: 'shared' }).first();
+    const userB = await db()('users').where({ app_id: b.app.id, external_id: 'shared' }).first();
+    expect(userA.id).not.toBe(userB.id);
+    expect([Number(userA.event_count), Number(userB.event_count)]).toEqual([2, 1]);
+    const stored = async (tenant: Tenant, id: unknown) =>
+      db()('events').where({ app_id: tenant.app.id, id }).first('user_id');
+    expect((await stored(a, ra.body.event_id)).user_id).toBe(userA.id);
+    expect((await stored(b, rb.body.event_id)).user_id).toBe(userB.id);
+    const aliasedInB = await db()('users').where({ app_id: b.app.id, external_id: 'alias-x' }).first();
+    expect(aliasedInB).toBeDefined();
+    expect((await stored(b, rc.body.event_id)).user_id).toBe(aliasedInB.id);
+    const volume = async (tenant: Tenant) =>
+      Number(
+        (await db()('event_definitions').where({ app_id: tenant.app.id, event_name: 'both' }).first('volume')).volume,
+      );
+    expect([await volume(a), await volume(b)]).toEqual([1, 1]);
+  });
+});
+
 /** Events of one request for the writer, all named `name`. */
 function events(appId: string, users: string[], names: string[]): IngestEvent[] {
   const now = new Date();
