@@ -1,14 +1,11 @@
 // The event writer under load (issue 32): 10,000 events from 50 clients through the lean path, each
-// acknowledged event found stored once with its user, properties and time; groups in flight at once
-// on one hot event name neither deadlock nor wait for each other's whole write (PostgreSQL: the
-// embedded database has one connection); and back-pressure: when the database stalls, requests past
+// acknowledged event found stored once with its user, properties and time; two apps written at the
+// same time kept apart; and back-pressure: when the database stalls, requests past
 // INGEST_QUEUE_LIMIT are refused at once with 503 and Retry-After, and every accepted one is stored.
-import type { Knex } from 'knex';
-import pino from 'pino';
+// Groups in flight at once: ingest-concurrency.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Metrics } from '../../server/src/metrics.js';
-import { ClosedToBrowsersError, EventWriter, type IngestEvent } from '../../server/src/storage/event-writer.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
+import { post as postTo } from './ingest-helpers.js';
 
 let server: TestServer;
 
@@ -18,23 +15,13 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 const db = () => server.db.knex;
-const onPostgres = () => server.db.kind === 'postgres';
+const post = (tenant: Tenant, path: string, body: unknown) => postTo(server.url, tenant, path, body);
 
 interface Sent {
   n: number;
   user: string;
   timestamp: string;
   insertId?: string;
-}
-
-/** POSTs JSON with the tenant's key and returns status and body. */
-async function post(tenant: Tenant, path: string, body: unknown) {
-  const res = await fetch(`${server.url}${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
 }
 
 describe('10,000 events from 50 clients through the lean path', () => {
@@ -175,186 +162,6 @@ describe('two apps written at the same time', () => {
       );
     expect([await volume(a), await volume(b)]).toEqual([1, 1]);
   });
-});
-
-/** Events of one request for the writer, all named `name`. */
-function events(appId: string, users: string[], names: string[]): IngestEvent[] {
-  const now = new Date();
-  return users.flatMap((userRef) =>
-    names.map((eventName) => ({
-      appId,
-      userRef,
-      eventName,
-      properties: {},
-      createdAt: now,
-      receivedAt: now,
-      source: 'api' as const,
-      isBot: false,
-    })),
-  );
-}
-
-/** Submits each request as its own group (the next one only once the previous one is in flight). */
-async function submitAsGroups(writer: EventWriter, requests: IngestEvent[][]) {
-  const written = [];
-  for (const r of requests) {
-    written.push(writer.submit(r));
-    await new Promise((resolve) => setImmediate(resolve));
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  return written;
-}
-
-/** Calls of tally_ingest waiting for a lock, on this database. */
-async function waitingCalls(knex: Knex): Promise<number> {
-  const { rows } = await knex.raw<{ rows: { n: string }[] }>(
-    `select count(*) as n from pg_stat_activity
-     where datname = current_database() and wait_event_type = 'Lock' and query like '%tally_ingest(%'`,
-  );
-  return Number(rows[0]!.n);
-}
-
-describe('groups in flight at once on one hot event name (PostgreSQL)', () => {
-  it('all eight get as far as the shared counters at the same time, then all commit', async (ctx) => {
-    if (!onPostgres()) ctx.skip();
-    const tenant = await server.createTenant();
-    const appId = tenant.app.id;
-    const writer = new EventWriter(db(), pino({ level: 'silent' }), undefined, undefined, { groupsInFlight: 8 });
-    await writer.submit(events(appId, ['hot-seed'], ['hot']));
-    // Another transaction holds the hot event name's dictionary row: each group can write everything
-    // up to the shared counters, and then waits there.
-    const blocker = await db().transaction();
-    try {
-      await blocker('event_definitions').where({ app_id: appId, event_name: 'hot' }).forUpdate().select('id');
-      const requests = Array.from({ length: 8 }, (_, g) =>
-        events(
-          appId,
-          Array.from({ length: 25 }, (_, u) => `hot-g${g}-u${u}`),
-          ['hot'],
-        ),
-      );
-      const written = await submitAsGroups(writer, requests);
-      // Eight calls waiting at once: none of them waited for another one's whole write.
-      let waiting = 0;
-      for (let i = 0; i < 200 && waiting < 8; i++) {
-        waiting = await waitingCalls(db());
-        if (waiting < 8) await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(waiting).toBe(8);
-      await blocker.commit();
-      const results = await Promise.all(written);
-      expect(results.flat()).toHaveLength(8 * 25);
-    } finally {
-      if (!blocker.isCompleted()) await blocker.rollback();
-    }
-    const volume = await db()('event_definitions').where({ app_id: appId, event_name: 'hot' }).first('volume');
-    expect(Number(volume.volume)).toBe(8 * 25 + 1);
-    const daily = await db()('event_daily_counts')
-      .where({ app_id: appId, event_name: 'hot' })
-      .sum<{ sum: string }[]>('count as sum');
-    expect(Number(daily[0]!.sum)).toBe(8 * 25 + 1);
-  }, 60_000);
-
-  it('groups that share users and two hot names in opposite orders never deadlock', async (ctx) => {
-    if (!onPostgres()) ctx.skip();
-    const tenant = await server.createTenant();
-    const appId = tenant.app.id;
-    const metrics = new Metrics();
-    const writer = new EventWriter(db(), pino({ level: 'silent' }), undefined, metrics, { groupsInFlight: 8 });
-    const users = Array.from({ length: 12 }, (_, u) => `shared-${u}`);
-    for (let round = 0; round < 5; round++) {
-      const requests = Array.from({ length: 8 }, (_, g) => {
-        // Each group names the users in another order, and the two names in turn.
-        const order = [...users.slice(g), ...users.slice(0, g)].reverse();
-        return events(appId, order, g % 2 ? ['hot-a', 'hot-b'] : ['hot-b', 'hot-a']);
-      });
-      const results = await Promise.all(await submitAsGroups(writer, requests));
-      expect(results.flat()).toHaveLength(8 * 12 * 2);
-    }
-    const retries = await metrics.ingestWriteRetries.get();
-    expect(retries.values.filter((v) => v.labels.reason === 'deadlock').reduce((a, v) => a + v.value, 0)).toBe(0);
-    const counts = await db()('users').where({ app_id: appId }).select('event_count');
-    expect(counts.map((c) => Number(c.event_count))).toEqual(Array(12).fill(5 * 8 * 2));
-  }, 60_000);
-});
-
-describe('a user changed while its events are written (PostgreSQL)', () => {
-  /** Holds the user's row as an erasure or a REST write does, and runs `change` once a write waits for it. */
-  async function whileWaiting(
-    appId: string,
-    externalId: string,
-    change: (trx: Knex.Transaction, id: string) => Promise<unknown>,
-    write: () => Promise<unknown>,
-  ) {
-    const blocker = await db().transaction();
-    const user = await blocker('users').where({ app_id: appId, external_id: externalId }).forUpdate().first('id');
-    const written = write().then(
-      (value) => ({ value }),
-      (error: unknown) => ({ error }),
-    );
-    try {
-      let waiting = 0;
-      for (let i = 0; i < 200 && waiting < 1; i++) {
-        waiting = await waitingCalls(db());
-        if (waiting < 1) await new Promise((r) => setTimeout(r, 25));
-      }
-      expect(waiting).toBe(1);
-      await change(blocker, user.id);
-      await blocker.commit();
-    } finally {
-      if (!blocker.isCompleted()) await blocker.rollback();
-    }
-    return { oldId: user.id as string, outcome: await written };
-  }
-
-  it('an erasure between resolving and locking the user: the events start a new user, as after an erasure', async (ctx) => {
-    if (!onPostgres()) ctx.skip();
-    const tenant = await server.createTenant();
-    const appId = tenant.app.id;
-    const metrics = new Metrics();
-    const writer = new EventWriter(db(), pino({ level: 'silent' }), undefined, metrics);
-    await writer.submit(events(appId, ['erased-u'], ['before']));
-    const { oldId, outcome } = await whileWaiting(
-      appId,
-      'erased-u',
-      async (trx, id) => {
-        await trx('events').where({ app_id: appId, user_id: id }).delete();
-        await trx('users').where({ app_id: appId, id }).delete();
-      },
-      () => writer.submit(events(appId, ['erased-u'], ['after'])),
-    );
-    expect(outcome).toHaveProperty('value');
-    const user = await db()('users').where({ app_id: appId, external_id: 'erased-u' }).first();
-    expect(user.id).not.toBe(oldId);
-    expect(Number(user.event_count)).toBe(1);
-    const rows = await db()('events').where({ app_id: appId }).select('user_id', 'event_name');
-    expect(rows).toEqual([{ user_id: user.id, event_name: 'after' }]);
-    const retries = await metrics.ingestWriteRetries.get();
-    expect(retries.values.find((v) => v.labels.reason === 'changed')?.value).toBe(1);
-  }, 30_000);
-
-  it("a REST write between resolving and locking a website user: the browser's request is refused, nothing of it stored", async (ctx) => {
-    if (!onPostgres()) ctx.skip();
-    const tenant = await server.createTenant();
-    const appId = tenant.app.id;
-    const writer = new EventWriter(db(), pino({ level: 'silent' }), undefined, new Metrics());
-    const browser = (name: string): IngestEvent[] =>
-      events(appId, ['visitor-1'], [name]).map((e) => ({ ...e, source: 'website' as const }));
-    await writer.submit(browser('first'));
-    expect((await db()('users').where({ app_id: appId, external_id: 'visitor-1' }).first()).created_via).toBe(
-      'website',
-    );
-    const { outcome } = await whileWaiting(
-      appId,
-      'visitor-1',
-      (trx, id) => trx('users').where({ app_id: appId, id }).update({ api_written_at: new Date() }),
-      () => writer.submit(browser('second')),
-    );
-    expect(outcome).toHaveProperty('error');
-    expect((outcome as { error: unknown }).error).toBeInstanceOf(ClosedToBrowsersError);
-    const rows = await db()('events').where({ app_id: appId }).select('event_name');
-    expect(rows).toEqual([{ event_name: 'first' }]);
-  }, 30_000);
 });
 
 describe('back-pressure when the database falls behind', () => {
