@@ -16,21 +16,8 @@ export function dateAt(tokens: Token[], i: number, dates: Map<number, DateHit>, 
   const t = tokens[i];
   if (!t) return null;
   if (t.kind === 'date' && t.date) {
-    if (t.date.length > 10) {
-      const at = Date.parse(t.date);
-      if (Number.isNaN(at))
-        return {
-          start: i,
-          end: i + 1,
-          first: '',
-          last: '',
-          unit: 'day',
-          label: t.raw,
-          error: `"${t.raw}" is not a valid date`,
-        };
-    }
     const date = t.date.slice(0, 10);
-    if (!isCalendarDate(date))
+    if ((t.date.length > 10 && Number.isNaN(Date.parse(t.date))) || !isCalendarDate(date)) {
       return {
         start: i,
         end: i + 1,
@@ -40,6 +27,7 @@ export function dateAt(tokens: Token[], i: number, dates: Map<number, DateHit>, 
         label: t.raw,
         error: `"${t.raw}" is not a valid date`,
       };
+    }
     return { start: i, end: i + 1, first: date, last: date, unit: 'day', label: date };
   }
   // Q1 [2026], first quarter
