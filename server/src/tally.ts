@@ -15,7 +15,7 @@ import type { Clock, ServiceContext } from './context.js';
 import { TriggerCampaigns } from './engagement/campaign-triggers.js';
 import { registerCampaignErasure } from './engagement/campaigns.js';
 import { RateLimiter } from './http/rate-limit.js';
-import { CAMPAIGN_TRIGGERS, PUSH_SWEEP } from './jobs/index.js';
+import { CAMPAIGN_TRIGGERS, FOLD_ROLLUPS, PUSH_SWEEP } from './jobs/index.js';
 import { JobRunner } from './jobs/runner.js';
 import { LexiconCache } from './language/lexicon-cache.js';
 import { createLlm } from './llm/index.js';
@@ -96,7 +96,11 @@ function buildTally(config: Config, options: TallyOptions, database: Database): 
     { mayTrigger: (db, appId) => triggerCampaigns.mayTrigger(db, appId), fired: triggerWaker(jobs, logger) },
     metrics,
     // The embedded database has one connection: a second group waits there, built and ready.
-    { groupsInFlight: database.kind === 'pglite' ? 2 : 4, queueLimit: config.ingestQueueLimit },
+    {
+      groupsInFlight: database.kind === 'pglite' ? 2 : 4,
+      queueLimit: config.ingestQueueLimit,
+      stored: rollupWaker(jobs, logger),
+    },
   );
   const cacheBus = new CacheBus(config.redisUrl, logger);
   const erasureHooks = new ErasureHooks();
@@ -170,6 +174,25 @@ function triggerWaker(jobs: JobRunner, logger: Logger): () => void {
       .finally(() => {
         wakeQueued = false;
       });
+  };
+}
+
+/** Seconds between two wake-ups of the rollup's fold by one instance (its minute schedule catches the rest). */
+const FOLD_WAKE_SECONDS = 2;
+
+/**
+ * Ingestion wakes the fold of the activity rollup after its commits, at most once every
+ * FOLD_WAKE_SECONDS per instance (the job is a singleton in pg-boss's queue).
+ */
+function rollupWaker(jobs: JobRunner, logger: Logger): () => void {
+  let last = 0;
+  return () => {
+    const now = Date.now();
+    if (now - last < FOLD_WAKE_SECONDS * 1000) return;
+    last = now;
+    jobs
+      .wakeAfter(FOLD_ROLLUPS, FOLD_WAKE_SECONDS, `fold-${Math.floor(now / 1000 / FOLD_WAKE_SECONDS)}`)
+      .catch((err) => logger.debug({ err: (err as Error).message }, 'could not wake the rollup fold'));
   };
 }
 

@@ -19,20 +19,16 @@ import {
   truncate,
   type Unit,
 } from '../time.js';
-import {
-  activeUsersPerBucket,
-  activityWindowEdges,
-  churnPerBucket,
-  convertedUsersPerBucket,
-  type MetricRange,
-  retentionPerBucket,
-  revenuePerBucket,
-} from './queries/metrics.js';
+import * as raw from './queries/metrics.js';
+import { convertedUsersPerBucket, type MetricRange } from './queries/metrics.js';
+import * as rollup from './queries/rollup-metrics.js';
 
 export type MetricName = 'dau' | 'mau' | 'retention' | 'revenue' | 'arpu' | 'conversion' | 'churn';
 
 export interface MetricRequest {
   appId: string;
+  /** Where the figures come from: the activity rollup when it is ready in `timeZone` (default), or raw events. */
+  source?: 'rollup' | 'raw';
   metric: MetricName;
   startDate?: string;
   endDate?: string;
@@ -136,13 +132,32 @@ export async function computeMetric(ctx: ServiceContext, req: MetricRequest): Pr
   const { start, end } = resolveDates(req.startDate, req.endDate, today);
   const unit = req.granularity;
   const list = buckets(start, end, unit);
-  const values = await METRICS[req.metric](ctx, req, list, unit);
+  const values = await METRICS[req.metric](ctx, { ...req, source: await sourceOf(ctx, req) }, list, unit);
   return {
     startDate: start,
     endDate: end,
     points: list.map((b, i) => ({ date: label(b.key, unit), value: values[i] ?? 0 })),
   };
 }
+
+/**
+ * The activity rollup answers when it is ready in the request's zone (raw events meanwhile: while
+ * it is built after the upgrade, or rebuilt after the organization's time zone changed).
+ */
+async function sourceOf(ctx: ServiceContext, req: MetricRequest): Promise<'rollup' | 'raw'> {
+  if (req.source === 'raw') return 'raw';
+  const state = await rollup.rollupState(ctx.db, req.appId);
+  if (state === undefined) return 'rollup';
+  return state.state === 'ready' && state.time_zone === req.timeZone ? 'rollup' : 'raw';
+}
+
+/** The queries for a request: the rollup's for whole days (and active users per hour), else raw events'. */
+type Queries = Pick<
+  typeof raw,
+  'activeUsersPerBucket' | 'revenuePerBucket' | 'activityWindowEdges' | 'churnPerBucket' | 'retentionPerBucket'
+>;
+const queriesFor = (req: MetricRequest, unit: Unit): Queries =>
+  req.source === 'rollup' && unit !== 'hour' ? rollup : raw;
 
 type Compute = (ctx: ServiceContext, req: MetricRequest, list: Bucket[], unit: Unit) => Promise<number[]>;
 
@@ -158,12 +173,12 @@ const rangeOf = (ctx: ServiceContext, req: MetricRequest, unit: Unit, lo: string
 });
 
 const activeCounts = (ctx: ServiceContext, req: MetricRequest, unit: Unit, lo: string, hi: string) =>
-  activeUsersPerBucket(ctx.db, req.appId, rangeOf(ctx, req, unit, lo, hi));
+  (req.source === 'rollup' ? rollup : raw).activeUsersPerBucket(ctx.db, req.appId, rangeOf(ctx, req, unit, lo, hi));
 
 /** Revenue per bucket. */
 async function revenueSums(ctx: ServiceContext, req: MetricRequest, list: Bucket[], unit: Unit) {
   const [lo, hi] = range(list);
-  const byKey = await revenuePerBucket(ctx.db, req.appId, rangeOf(ctx, req, unit, lo, hi));
+  const byKey = await queriesFor(req, unit).revenuePerBucket(ctx.db, req.appId, rangeOf(ctx, req, unit, lo, hi));
   return list.map((b) => byKey.get(keyOf(b.key)) ?? 0);
 }
 
@@ -201,7 +216,12 @@ const mau: Compute = async (ctx, req, list, unit) => {
   const res: Unit = unit === 'hour' ? 'hour' : 'day';
   const hi = list[list.length - 1]!.end;
   const lo = addUnits(list[0]!.end, 'day', -MAU_WINDOW_DAYS);
-  const deltas = await activityWindowEdges(ctx.db, req.appId, rangeOf(ctx, req, res, lo, hi), MAU_WINDOW_DAYS);
+  const deltas = await queriesFor(req, res).activityWindowEdges(
+    ctx.db,
+    req.appId,
+    rangeOf(ctx, req, res, lo, hi),
+    MAU_WINDOW_DAYS,
+  );
   // MAU at end E = #spans (lo, hi] containing E = count(lo < E) - count(hi < E).
   // Deltas come sorted by time and bucket ends increase: one sweep.
   let i = 0;
@@ -222,12 +242,12 @@ const arpu: Compute = async (ctx, req, list, unit) => {
 
 const conversion: Compute = async (ctx, req, list, unit) => {
   const [lo, hi] = range(list);
-  const converted = await convertedUsersPerBucket(
-    ctx.db,
-    req.appId,
-    rangeOf(ctx, req, unit, lo, hi),
-    req.conversionEvents,
-  );
+  const r = rangeOf(ctx, req, unit, lo, hi);
+  // The rollup knows which users paid; configured conversion events are counted from raw events.
+  const converted =
+    req.conversionEvents.length === 0 && queriesFor(req, unit) === rollup
+      ? await rollup.payingUsersPerBucket(ctx.db, req.appId, r)
+      : await convertedUsersPerBucket(ctx.db, req.appId, r, req.conversionEvents);
   const users = await activePerBucket(ctx, req, list, unit);
   return list.map((b, i) => percent(converted.get(keyOf(b.key)) ?? 0, users[i]!));
 };
@@ -237,7 +257,7 @@ const churn: Compute = async (ctx, req, list, unit) => {
   const first = list[0]!;
   const prevStart = addUnits(first.key, unit, -1);
   const last = list[list.length - 1]!;
-  const byKey = await churnPerBucket(ctx.db, req.appId, {
+  const byKey = await queriesFor(req, unit).churnPerBucket(ctx.db, req.appId, {
     ...rangeOf(ctx, req, unit, first.start, last.end),
     previousLo: prevStart,
     previousHi: last.key,
@@ -252,7 +272,7 @@ const churn: Compute = async (ctx, req, list, unit) => {
 const retention: Compute = async (ctx, req, list, unit) => {
   const lo = list[0]!.start;
   const hi = list[list.length - 1]!.end;
-  const byKey = await retentionPerBucket(ctx.db, req.appId, rangeOf(ctx, req, unit, lo, hi));
+  const byKey = await queriesFor(req, unit).retentionPerBucket(ctx.db, req.appId, rangeOf(ctx, req, unit, lo, hi));
   return list.map((b) => {
     const r = byKey.get(keyOf(b.key));
     return percent(r?.retained ?? 0, r?.cohort ?? 0);

@@ -1,5 +1,6 @@
 // The jobs Tally runs in the background, on the job runner (jobs/runner.ts).
 import type { Logger } from 'pino';
+import { foldRollups, rebuildRollups } from '../analytics/rollups.js';
 import type { Clock } from '../context.js';
 import { type CampaignEngine, runDueCampaigns } from '../engagement/campaign-runs.js';
 import { runTriggers } from '../engagement/campaign-trigger-runs.js';
@@ -17,6 +18,8 @@ export const CAMPAIGN_TRIGGERS = 'campaign-triggers';
 export const PUSH_SWEEP = 'push-sweep';
 
 export const ENFORCE_RETENTION = 'enforce-retention';
+export const FOLD_ROLLUPS = 'fold-rollups';
+export const REBUILD_ROLLUPS = 'rebuild-rollups';
 
 export function jobDefinitions(
   database: Database,
@@ -71,6 +74,25 @@ export function jobDefinitions(
         for (const outcome of await enforceRetention(database.knex, at)) {
           if (outcome.events + outcome.visits + outcome.deliveries > 0) logger?.info(outcome, 'retention applied');
         }
+      },
+    },
+    {
+      // The activity rollup's deltas into its daily rows (analytics/rollups.ts): woken by ingestion
+      // after its commits (every 2 s at most), and every minute in any case.
+      name: FOLD_ROLLUPS,
+      cron: '* * * * *',
+      async run() {
+        await foldRollups(database.knex);
+      },
+    },
+    {
+      // Rollups being built (after the upgrade that created them, or after an organization's time
+      // zone changed), a paced batch of users at a time; metrics read raw events meanwhile.
+      name: REBUILD_ROLLUPS,
+      cron: '* * * * *',
+      async run() {
+        const done = await rebuildRollups(database.knex);
+        if (done.users > 0) logger?.info(done, 'activity rollups rebuilt for more users');
       },
     },
     {

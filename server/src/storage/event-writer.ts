@@ -69,6 +69,8 @@ export interface EventWriterOptions {
   groupsInFlight?: number;
   /** Events waiting or in flight, at most; past it submit() refuses. */
   queueLimit?: number;
+  /** Called after each commit that stored events (the rollup's fold is woken from here). */
+  stored?: () => void;
 }
 
 const MAX_EVENTS_PER_GROUP = 5_000;
@@ -89,6 +91,7 @@ export class EventWriter {
   private idleWaiters: (() => void)[] = [];
   private readonly groupsInFlight: number;
   private readonly queueLimit: number;
+  private readonly stored: (() => void) | undefined;
 
   constructor(
     private readonly db: Knex,
@@ -99,6 +102,7 @@ export class EventWriter {
   ) {
     this.groupsInFlight = Math.max(1, options.groupsInFlight ?? 1);
     this.queueLimit = options.queueLimit ?? Number.POSITIVE_INFINITY;
+    this.stored = options.stored;
   }
 
   /** Events submitted and not yet committed (or refused). */
@@ -233,6 +237,7 @@ export class EventWriter {
       this.metrics.ingestEvents.inc({ outcome: 'duplicate' }, duplicates);
     }
     if (written.outbox > 0) this.triggers?.fired();
+    this.stored?.();
     return written;
   }
 }

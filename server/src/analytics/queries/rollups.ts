@@ -1,0 +1,51 @@
+// Upkeep of the activity rollup (migration 024): folding deltas, rebuilding an app user by user,
+// and restarting a rebuild when an organization's time zone changed. The work is done by the
+// database functions the migration created; these call them, per app.
+import type { Db } from '../../storage/handle.js';
+
+/** Apps with deltas waiting to be folded. Not per-app by nature: the job's worklist. */
+export async function appsWithDeltas(db: Db): Promise<string[]> {
+  const { rows } = await db.raw('select distinct app_id from activity_deltas order by app_id');
+  return (rows as { app_id: string }[]).map((r) => r.app_id);
+}
+
+/** Folds up to `limit` of the app's oldest deltas; -1 when another session holds the app. */
+export async function foldDeltas(db: Db, appId: string, limit: number): Promise<number> {
+  const { rows } = await db.raw('select tally_rollup_fold(?::uuid, ?::integer) as n', [appId, limit]);
+  return Number((rows as { n: number }[])[0]!.n);
+}
+
+/** Apps whose rollup is kept in another zone than their organization's now. Not per-app: the job's worklist. */
+export async function appsWithMovedZone(db: Db): Promise<{ app_id: string; time_zone: string }[]> {
+  const { rows } = await db.raw(
+    `select r.app_id, coalesce(nullif(o.timezone, ''), 'UTC') as time_zone
+     from app_rollups r join apps a on a.id = r.app_id join organizations o on o.id = a.organization_id
+     where r.time_zone <> coalesce(nullif(o.timezone, ''), 'UTC') order by r.app_id`,
+  );
+  return rows as { app_id: string; time_zone: string }[];
+}
+
+/** Starts the app's rebuild in `timeZone`. */
+export async function restartRollup(db: Db, appId: string, timeZone: string): Promise<void> {
+  await db.raw('select tally_rollup_restart(?::uuid, ?::text)', [appId, timeZone]);
+}
+
+/** Apps whose rollup is being built. Not per-app: the job's worklist. */
+export async function appsBuilding(db: Db): Promise<string[]> {
+  const { rows } = await db.raw(`select app_id from app_rollups where state = 'building' order by app_id`);
+  return (rows as { app_id: string }[]).map((r) => r.app_id);
+}
+
+/** Rebuilds the app's next `batch` users; 0 when the rollup became (or was) ready, -1 when busy elsewhere. */
+export async function rebuildStep(db: Db, appId: string, batch: number): Promise<number> {
+  const { rows } = await db.raw('select tally_rollup_rebuild_step(?::uuid, ?::integer) as n', [appId, batch]);
+  return Number((rows as { n: number }[])[0]!.n);
+}
+
+/** The app's rollup progress, for operators. */
+export async function rollupProgress(
+  db: Db,
+  appId: string,
+): Promise<{ state: string; time_zone: string; users_done: number } | undefined> {
+  return db('app_rollups').where({ app_id: appId }).first('state', 'time_zone', 'users_done');
+}
