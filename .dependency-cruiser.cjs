@@ -45,7 +45,7 @@ const WINGS = {
   tracking: ['admin'],
   engagement: ['admin', 'audiences', 'language', 'llm', 'privacy', 'sandbox'],
   website: ['admin', 'engagement', 'tracking'],
-  jobs: ['engagement', 'privacy'],
+  jobs: ['analytics', 'engagement', 'privacy'],
 };
 const wing = (name) => `${SRC}${name}/`;
 

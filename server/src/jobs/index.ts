@@ -76,25 +76,7 @@ export function jobDefinitions(
         }
       },
     },
-    {
-      // The activity rollup's deltas into its daily rows (analytics/rollups.ts): woken by ingestion
-      // after its commits (every 2 s at most), and every minute in any case.
-      name: FOLD_ROLLUPS,
-      cron: '* * * * *',
-      async run() {
-        await foldRollups(database.knex);
-      },
-    },
-    {
-      // Rollups being built (after the upgrade that created them, or after an organization's time
-      // zone changed), a paced batch of users at a time; metrics read raw events meanwhile.
-      name: REBUILD_ROLLUPS,
-      cron: '* * * * *',
-      async run() {
-        const done = await rebuildRollups(database.knex);
-        if (done.users > 0) logger?.info(done, 'activity rollups rebuilt for more users');
-      },
-    },
+    ...rollupJobs(database, logger),
     {
       // insert_id repeats are only recognised for 7 days; older dedup rows serve nothing.
       name: PURGE_EVENT_DEDUP,
@@ -113,6 +95,31 @@ export function jobDefinitions(
       when: (db) => db.kind === 'pglite',
       async run() {
         await refreshSandboxStatistics(database.knex);
+      },
+    },
+  ];
+}
+
+/** The activity rollup's upkeep (analytics/rollups.ts). */
+function rollupJobs(database: Database, logger?: Logger): JobDefinition[] {
+  return [
+    {
+      // The activity rollup's deltas into its daily rows (analytics/rollups.ts): woken by ingestion
+      // after its commits (every 2 s at most), and every minute in any case.
+      name: FOLD_ROLLUPS,
+      cron: '* * * * *',
+      async run() {
+        await foldRollups(database.knex);
+      },
+    },
+    {
+      // Rollups being built (after the upgrade that created them, or after an organization's time
+      // zone changed), a paced batch of users at a time; metrics read raw events meanwhile.
+      name: REBUILD_ROLLUPS,
+      cron: '* * * * *',
+      async run() {
+        const done = await rebuildRollups(database.knex);
+        if (done.users > 0) logger?.info(done, 'activity rollups rebuilt for more users');
       },
     },
   ];
