@@ -200,3 +200,49 @@ describe('activity rollup', () => {
     );
   }, 600_000);
 });
+
+describe('activity rollup under concurrency', () => {
+  it('stays exact while writes, folds, erasures, merges and retention run at the same time', async () => {
+    const t = await server.createTenant();
+    const knex = server.db.knex;
+    await knex('organizations').where({ id: t.organization.id }).update({ timezone: 'Asia/Kathmandu' });
+    let writing = true;
+    const seq = { n: 1 };
+    const writer = async (w: number) => {
+      for (let round = 0; round < 12; round++) {
+        const events = Array.from({ length: 8 }, (_, i) => ({
+          user: `u${(w + i + round) % 7}`,
+          minute: (w * 9173 + i * 4271 + round * 3307) % (DAYS * 1440),
+          name: i % 3 === 0 ? 'purchase' : 'session',
+          revenue: i % 3 === 0 ? (w + i) / 4 : undefined,
+          amount: undefined,
+          bot: false,
+          insertId: i === 0 ? `k${round % 2}` : undefined,
+        }));
+        await apply(t, { kind: 'events', events } as Operation, seq);
+      }
+    };
+    const folder = async () => {
+      while (writing) {
+        await foldRollups(knex);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    const history = async () => {
+      await new Promise((r) => setTimeout(r, 50));
+      await apply(t, { kind: 'erase', who: 'u3' }, seq);
+      await apply(t, { kind: 'merge', from: 'u4', to: 'u5' }, seq);
+      await apply(t, { kind: 'retention', days: 30 }, seq);
+      await apply(t, { kind: 'erase', who: 'u6' }, seq);
+    };
+    const folding = folder();
+    await Promise.all([...Array.from({ length: 6 }, (_, w) => writer(w)), history()]);
+    writing = false;
+    await folding;
+    await expectRollupEqualsRaw(t);
+    await foldRollups(knex);
+    expect(await knex('activity_deltas').where({ app_id: t.app.id }).first()).toBeUndefined();
+    expect(await knex('user_days').where({ app_id: t.app.id }).first()).toBeDefined();
+    await expectRollupEqualsRaw(t);
+  }, 300_000);
+});

@@ -151,7 +151,7 @@ async function sourceOf(ctx: ServiceContext, req: MetricRequest): Promise<'rollu
   return state.state === 'ready' && state.time_zone === req.timeZone ? 'rollup' : 'raw';
 }
 
-/** The queries for a request: the rollup's for whole days (and active users per hour), else raw events'. */
+/** The queries for a request: the rollup's for whole days, else raw events'. */
 type Queries = Pick<
   typeof raw,
   'activeUsersPerBucket' | 'revenuePerBucket' | 'activityWindowEdges' | 'churnPerBucket' | 'retentionPerBucket'
@@ -173,7 +173,7 @@ const rangeOf = (ctx: ServiceContext, req: MetricRequest, unit: Unit, lo: string
 });
 
 const activeCounts = (ctx: ServiceContext, req: MetricRequest, unit: Unit, lo: string, hi: string) =>
-  (req.source === 'rollup' ? rollup : raw).activeUsersPerBucket(ctx.db, req.appId, rangeOf(ctx, req, unit, lo, hi));
+  queriesFor(req, unit).activeUsersPerBucket(ctx.db, req.appId, rangeOf(ctx, req, unit, lo, hi));
 
 /** Revenue per bucket. */
 async function revenueSums(ctx: ServiceContext, req: MetricRequest, list: Bucket[], unit: Unit) {

@@ -14,7 +14,7 @@ import {
   listInstallationAuditEntries,
   recordAppAction,
 } from '../storage/audit.js';
-import { inTransaction } from '../storage/handle.js';
+import { inTransaction, retryOnConflict } from '../storage/handle.js';
 import { findUserByIdentifier, listAliases, type UserRow } from '../storage/users.js';
 import {
   deleteUserDedupRows,
@@ -50,37 +50,40 @@ export async function eraseUser(
   identifier: string,
   actor: Actor,
 ): Promise<ErasedCounts> {
-  const counts = await inTransaction(ctx.db, async (tx) => {
-    const user = await findUserByIdentifier(tx, appId, identifier);
-    // Waits for event writes to this user to commit; a write after this point creates a new user.
-    if (!user || !(await lockUserForErasure(tx, appId, user.id))) {
-      throw new NotFoundError(`No user with id "${identifier}" in this app.`);
-    }
-    const queued = await ctx.erasureHooks.run(tx, appId, user.id);
-    await deleteUserDedupRows(tx, appId, user.id);
-    const names = await subtractUserEventCounts(tx, appId, user.id);
-    const erased: ErasedCounts = {
-      users: 0,
-      aliases: await deleteUserRows(tx, 'user_aliases', appId, user.id),
-      events: await deleteUserRows(tx, 'events', appId, user.id),
-      visits: await deleteUserRows(tx, 'visits', appId, user.id),
-      push_subscriptions: await deleteUserRows(tx, 'push_subscriptions', appId, user.id),
-      deliveries: await deleteUserRows(tx, 'push_deliveries', appId, user.id),
-      queued_sends_cancelled: queued,
-    };
-    erased.users = await deleteUserRow(tx, appId, user.id);
-    await refreshEventDefinitions(tx, appId, names);
-    await markAudienceCountsStale(tx, appId);
-    await recordAppAction(tx, {
-      appId,
-      action: 'user.erase',
-      actor,
-      at: ctx.clock(),
-      userRef: identifier,
-      counts: { ...erased },
-    });
-    return erased;
-  });
+  // Rolled back whole when it lost a deadlock to retention deleting the same events: run again.
+  const counts = await retryOnConflict(() =>
+    inTransaction(ctx.db, async (tx) => {
+      const user = await findUserByIdentifier(tx, appId, identifier);
+      // Waits for event writes to this user to commit; a write after this point creates a new user.
+      if (!user || !(await lockUserForErasure(tx, appId, user.id))) {
+        throw new NotFoundError(`No user with id "${identifier}" in this app.`);
+      }
+      const queued = await ctx.erasureHooks.run(tx, appId, user.id);
+      await deleteUserDedupRows(tx, appId, user.id);
+      const names = await subtractUserEventCounts(tx, appId, user.id);
+      const erased: ErasedCounts = {
+        users: 0,
+        aliases: await deleteUserRows(tx, 'user_aliases', appId, user.id),
+        events: await deleteUserRows(tx, 'events', appId, user.id),
+        visits: await deleteUserRows(tx, 'visits', appId, user.id),
+        push_subscriptions: await deleteUserRows(tx, 'push_subscriptions', appId, user.id),
+        deliveries: await deleteUserRows(tx, 'push_deliveries', appId, user.id),
+        queued_sends_cancelled: queued,
+      };
+      erased.users = await deleteUserRow(tx, appId, user.id);
+      await refreshEventDefinitions(tx, appId, names);
+      await markAudienceCountsStale(tx, appId);
+      await recordAppAction(tx, {
+        appId,
+        action: 'user.erase',
+        actor,
+        at: ctx.clock(),
+        userRef: identifier,
+        counts: { ...erased },
+      });
+      return erased;
+    }),
+  );
   ctx.logger.info({ app_id: appId, actor: actor.id, erased: counts }, 'user erased');
   await recountAudiences(ctx, appId);
   return counts;

@@ -5,7 +5,7 @@
 // loses the deleted events too. Users, aliases, subscriptions and the audit trail stay.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../context.js';
-import type { Db } from '../storage/handle.js';
+import { type Db, retryOnConflict } from '../storage/handle.js';
 import {
   appsWithRetention,
   deleteEmptyDailyCounts,
@@ -62,7 +62,8 @@ export async function enforceRetention(
     const outcome: RetentionOutcome = {
       app_id: app.id,
       before: before.toISOString(),
-      events: await drain(() => deleteExpiredEvents(db, app.id, before, pace.batch), pace),
+      // A batch that lost a deadlock to a concurrent writer rolled back whole: it runs again.
+      events: await drain(() => retryOnConflict(() => deleteExpiredEvents(db, app.id, before, pace.batch)), pace),
       visits: await drain(() => deleteExpiredRows(db, 'visits', app.id, before, pace.batch), pace),
       deliveries: await drain(() => deleteExpiredRows(db, 'push_deliveries', app.id, before, pace.batch), pace),
     };

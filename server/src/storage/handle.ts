@@ -21,3 +21,24 @@ export function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<
 export function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === '23505';
 }
+
+/** serialization_failure or deadlock_detected: the transaction rolled back whole and may run again. */
+export function isRetryableConflict(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code === '40001' || code === '40P01';
+}
+
+/**
+ * Runs `work` (a whole transaction, or one statement) again when PostgreSQL rolled it back to break
+ * a deadlock or a serialization conflict, up to `attempts` times, after a short random pause.
+ */
+export async function retryOnConflict<T>(work: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (i >= attempts || !isRetryableConflict(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * i));
+    }
+  }
+}

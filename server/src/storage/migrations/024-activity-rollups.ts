@@ -5,20 +5,21 @@
 //   15-minute UTC slot of the human events it stored: count, revenue, events carrying revenue,
 //   first and last time. Insert-only rows, never an update of a shared row, so concurrent groups
 //   never wait on each other here.
-// - `user_days`: one row per app, local day (in the rollup's time zone) and user: the same figures
-//   plus a bit mask of the local hours the user was active in. A job folds the deltas into it
-//   (`tally_rollup_fold`, keys in (day, user) order); reads add the deltas not yet folded, so the
-//   figures are exact at every moment. Every UTC offset in use since 1972 is a multiple of 15
-//   minutes, so a slot lies within one local hour and one local day of any zone.
+// - `user_days`: one row per app, local day (in the rollup's time zone) and user with at least one
+//   event: the same figures. A job folds the deltas into it (`tally_rollup_fold`, keys in (day,
+//   user) order; a row whose count falls to zero goes); reads add the deltas not yet folded, so
+//   the figures are exact at every moment. Every UTC offset in use since 1972 is a multiple of 15
+//   minutes, so a slot lies within one local day of any zone.
 // - `app_rollups`: per app, the time zone the rollup is kept in and whether it is `ready` or
 //   `building` (being rebuilt user by user: after this migration, for existing events, or after the
 //   organization's time zone changed); metrics read raw events until it is ready again.
 //
 // History that changes (erasure, retention deletes, an identify merge moving events to another
-// user, any later UPDATE or DELETE of events) is caught by statement triggers too: the rows of
-// the users and days touched are recomputed from the remaining events in the same transaction
-// (`tally_rollup_recompute`). The fold, the recompute and the rebuild of one app take the same
-// transaction-scoped advisory lock, so they never interleave; ingestion takes none.
+// user, any later UPDATE or DELETE of events) is caught by statement triggers too, which add
+// negative deltas for the events that went (and positive ones for their new version): every
+// figure the rollup keeps is a sum, so a deletion is exact the moment it commits, and no writer of
+// events ever waits on the rollup. The fold and the rebuild of one app take a transaction-scoped
+// advisory lock, and only with a try: they never interleave, and nothing waits on them.
 import type { Knex } from 'knex';
 
 const SQL = `
@@ -36,8 +37,6 @@ CREATE TABLE activity_deltas (
   events integer NOT NULL,
   revenue numeric NOT NULL,
   revenue_events integer NOT NULL,
-  first_at timestamptz NOT NULL,
-  last_at timestamptz NOT NULL,
   PRIMARY KEY (app_id, id)
 );
 CREATE INDEX activity_deltas_user ON activity_deltas (app_id, user_id);
@@ -49,9 +48,6 @@ CREATE TABLE user_days (
   events integer NOT NULL,
   revenue numeric NOT NULL,
   revenue_events integer NOT NULL,
-  first_at timestamptz NOT NULL,
-  last_at timestamptz NOT NULL,
-  hours integer NOT NULL,
   PRIMARY KEY (app_id, day, user_id)
 );
 CREATE INDEX user_days_user ON user_days (app_id, user_id, day);
@@ -96,78 +92,68 @@ BEGIN
   RETURN pg_try_advisory_xact_lock(hashtextextended('tally_rollup:' || p_app::text, 0));
 END $$;
 
--- Recomputes, from the app's remaining events, the rows of these users for the local days that
--- hold [p_lo, p_hi] (every day when null), and drops their deltas of those days (the events they
--- counted are in the recount). One statement, one snapshot: a delta committed after it began is
--- kept, and so is its event left out of the recount.
-CREATE FUNCTION tally_rollup_recompute(p_app uuid, p_users uuid[], p_lo timestamptz, p_hi timestamptz)
-RETURNS void LANGUAGE plpgsql AS $$
-DECLARE v_tz text; v_dlo date; v_dhi date;
+-- Recounts, from the app's events, every row of these users, and drops their deltas (the events
+-- they counted are in the recount). One statement, one snapshot: a delta committed after it began
+-- is kept, and its event (or its deletion) is not in the recount. Called by the rebuild only,
+-- which holds the app's lock.
+CREATE FUNCTION tally_rollup_recount(p_app uuid, p_users uuid[], p_tz text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM tally_rollup_lock(p_app, true);
-  v_tz := tally_rollup_zone(p_app);
-  IF p_lo IS NOT NULL THEN
-    v_dlo := (p_lo AT TIME ZONE v_tz)::date;
-    v_dhi := (p_hi AT TIME ZONE v_tz)::date;
-  END IF;
   WITH fresh AS (
-    SELECT (e.created_at AT TIME ZONE v_tz)::date AS day, e.user_id, count(*)::integer AS events,
-           coalesce(sum(e.r), 0) AS revenue, count(e.r)::integer AS revenue_events,
-           min(e.created_at) AS first_at, max(e.created_at) AS last_at,
-           bit_or(1 << extract(hour FROM e.created_at AT TIME ZONE v_tz)::integer) AS hours
+    SELECT (e.created_at AT TIME ZONE p_tz)::date AS day, e.user_id, count(*)::integer AS events,
+           coalesce(sum(e.r), 0) AS revenue, count(e.r)::integer AS revenue_events
     FROM (SELECT x.user_id, x.created_at, tally_event_revenue(x.properties) AS r FROM events x
-          WHERE x.app_id = p_app AND x.user_id = ANY (p_users) AND NOT x.is_bot
-            AND (v_dlo IS NULL OR (x.created_at >= (v_dlo::timestamp AT TIME ZONE v_tz)
-                                   AND x.created_at < ((v_dhi + 1)::timestamp AT TIME ZONE v_tz)))) e
+          WHERE x.app_id = p_app AND x.user_id = ANY (p_users) AND NOT x.is_bot) e
     GROUP BY 1, 2
   ), dropped AS (
-    DELETE FROM activity_deltas d
-    WHERE d.app_id = p_app AND d.user_id = ANY (p_users)
-      AND (v_dlo IS NULL OR (d.slot AT TIME ZONE v_tz)::date BETWEEN v_dlo AND v_dhi)
+    DELETE FROM activity_deltas d WHERE d.app_id = p_app AND d.user_id = ANY (p_users)
   ), stale AS (
     DELETE FROM user_days u
-    WHERE u.app_id = p_app AND u.user_id = ANY (p_users) AND (v_dlo IS NULL OR u.day BETWEEN v_dlo AND v_dhi)
+    WHERE u.app_id = p_app AND u.user_id = ANY (p_users)
       AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.day = u.day AND f.user_id = u.user_id)
   )
-  INSERT INTO user_days (app_id, day, user_id, events, revenue, revenue_events, first_at, last_at, hours)
-  SELECT p_app, f.day, f.user_id, f.events, f.revenue, f.revenue_events, f.first_at, f.last_at, f.hours
+  INSERT INTO user_days (app_id, day, user_id, events, revenue, revenue_events)
+  SELECT p_app, f.day, f.user_id, f.events, f.revenue, f.revenue_events
   FROM fresh f ORDER BY f.day, f.user_id
   ON CONFLICT (app_id, day, user_id) DO UPDATE SET
-    events = excluded.events, revenue = excluded.revenue, revenue_events = excluded.revenue_events,
-    first_at = excluded.first_at, last_at = excluded.last_at, hours = excluded.hours;
+    events = excluded.events, revenue = excluded.revenue, revenue_events = excluded.revenue_events;
 END $$;
 
 -- Folds up to p_limit of the app's oldest deltas into user_days, unless another session holds
--- the app (then -1). Returns how many deltas went.
+-- the app (then -1); rows left with no event go. Returns how many deltas went.
 CREATE FUNCTION tally_rollup_fold(p_app uuid, p_limit integer) RETURNS integer LANGUAGE plpgsql AS $$
-DECLARE v_tz text; v_n integer;
+DECLARE v_tz text; v_n integer; v_days date[]; v_users uuid[];
 BEGIN
   IF NOT tally_rollup_lock(p_app, false) THEN RETURN -1; END IF;
   v_tz := tally_rollup_zone(p_app);
   WITH moved AS (
     DELETE FROM activity_deltas d
     WHERE d.app_id = p_app AND d.id IN (SELECT id FROM activity_deltas WHERE app_id = p_app ORDER BY id LIMIT p_limit)
-    RETURNING d.user_id, d.slot, d.events, d.revenue, d.revenue_events, d.first_at, d.last_at
-  ), counted AS (
-    SELECT count(*)::integer AS n FROM moved
+    RETURNING d.user_id, d.slot, d.events, d.revenue, d.revenue_events
+  ), sums AS (
+    SELECT (m.slot AT TIME ZONE v_tz)::date AS day, m.user_id, sum(m.events)::integer AS events,
+           sum(m.revenue) AS revenue, sum(m.revenue_events)::integer AS revenue_events, count(*) AS n
+    FROM moved m GROUP BY 1, 2
   ), folded AS (
-    INSERT INTO user_days (app_id, day, user_id, events, revenue, revenue_events, first_at, last_at, hours)
-    SELECT p_app, (m.slot AT TIME ZONE v_tz)::date, m.user_id, sum(m.events)::integer, sum(m.revenue),
-           sum(m.revenue_events)::integer, min(m.first_at), max(m.last_at),
-           bit_or(1 << extract(hour FROM m.slot AT TIME ZONE v_tz)::integer)
-    FROM moved m GROUP BY 2, 3 ORDER BY 2, 3
+    INSERT INTO user_days (app_id, day, user_id, events, revenue, revenue_events)
+    SELECT p_app, s.day, s.user_id, s.events, s.revenue, s.revenue_events FROM sums s ORDER BY s.day, s.user_id
     ON CONFLICT (app_id, day, user_id) DO UPDATE SET
       events = user_days.events + excluded.events, revenue = user_days.revenue + excluded.revenue,
-      revenue_events = user_days.revenue_events + excluded.revenue_events,
-      first_at = least(user_days.first_at, excluded.first_at), last_at = greatest(user_days.last_at, excluded.last_at),
-      hours = user_days.hours | excluded.hours
-    RETURNING 1
+      revenue_events = user_days.revenue_events + excluded.revenue_events
+    RETURNING day, user_id, events
   )
-  SELECT n INTO v_n FROM counted, (SELECT count(*) FROM folded) f;
+  SELECT coalesce((SELECT sum(n) FROM sums), 0)::integer,
+         coalesce(array_agg(f.day) FILTER (WHERE f.events <= 0), '{}'),
+         coalesce(array_agg(f.user_id) FILTER (WHERE f.events <= 0), '{}')
+    INTO v_n, v_days, v_users
+  FROM folded f;
+  IF cardinality(v_days) > 0 THEN
+    DELETE FROM user_days u USING unnest(v_days, v_users) z(day, user_id)
+    WHERE u.app_id = p_app AND u.day = z.day AND u.user_id = z.user_id AND u.events <= 0;
+  END IF;
   RETURN v_n;
 END $$;
 
--- One step of an app's rebuild: the next p_batch users (in id order) recomputed whole; when none
+-- One step of an app's rebuild: the next p_batch users (in id order) recounted whole; when none
 -- is left, the rollup is ready. Returns the users done in this step, or -1 when another session
 -- holds the app.
 CREATE FUNCTION tally_rollup_rebuild_step(p_app uuid, p_batch integer) RETURNS integer LANGUAGE plpgsql AS $$
@@ -187,7 +173,7 @@ BEGIN
     UPDATE app_rollups SET state = 'ready', cursor = NULL, updated_at = now() WHERE app_id = p_app;
     RETURN 0;
   END IF;
-  PERFORM tally_rollup_recompute(p_app, v_users, NULL, NULL);
+  PERFORM tally_rollup_recount(p_app, v_users, v_state.time_zone);
   UPDATE app_rollups SET cursor = v_users[cardinality(v_users)], users_done = users_done + cardinality(v_users),
     updated_at = now() WHERE app_id = p_app;
   RETURN cardinality(v_users);
@@ -204,32 +190,37 @@ END $$;
 
 CREATE FUNCTION tally_events_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO activity_deltas (app_id, user_id, slot, events, revenue, revenue_events, first_at, last_at)
+  INSERT INTO activity_deltas (app_id, user_id, slot, events, revenue, revenue_events)
   SELECT n.app_id, n.user_id, date_bin('15 minutes', n.created_at, timestamptz '2000-01-01 00:00:00+00'),
-         count(*), coalesce(sum(n.r), 0), count(n.r), min(n.created_at), max(n.created_at)
+         count(*), coalesce(sum(n.r), 0), count(n.r)
   FROM (SELECT x.app_id, x.user_id, x.created_at, tally_event_revenue(x.properties) AS r
         FROM new_rows x WHERE NOT x.is_bot) n
   GROUP BY 1, 2, 3;
   RETURN NULL;
 END $$;
-
 `;
 
-// Events deleted or changed: the users and days they were in are recounted, per app. (A trigger
-// function may only name the transition tables its trigger has: one for UPDATE, one for DELETE.)
+// Events deleted or changed: what they counted is taken back with negative deltas (and, for an
+// update, their new version counted). A trigger function may only name the transition tables its
+// trigger has: one function for UPDATE, one for DELETE.
 const CHANGED_SQL = (newRows: boolean) => `
 CREATE FUNCTION tally_events_${newRows ? 'updated' : 'deleted'}() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE r record;
 BEGIN
-  FOR r IN
-    SELECT c.app_id, array_agg(DISTINCT c.user_id ORDER BY c.user_id) AS users, min(c.created_at) AS lo, max(c.created_at) AS hi
-    FROM (SELECT app_id, user_id, created_at FROM old_rows${
-      newRows ? ' UNION ALL SELECT app_id, user_id, created_at FROM new_rows' : ''
-    }) c
-    GROUP BY c.app_id ORDER BY c.app_id
-  LOOP
-    PERFORM tally_rollup_recompute(r.app_id, r.users, r.lo, r.hi);
-  END LOOP;
+  INSERT INTO activity_deltas (app_id, user_id, slot, events, revenue, revenue_events)
+  SELECT c.app_id, c.user_id, date_bin('15 minutes', c.created_at, timestamptz '2000-01-01 00:00:00+00'),
+         sum(c.sign), coalesce(sum(c.sign * c.r), 0), coalesce(sum(c.sign) FILTER (WHERE c.r IS NOT NULL), 0)
+  FROM (SELECT x.app_id, x.user_id, x.created_at, tally_event_revenue(x.properties) AS r, -1 AS sign
+        FROM old_rows x WHERE NOT x.is_bot${
+          newRows
+            ? `
+        UNION ALL
+        SELECT x.app_id, x.user_id, x.created_at, tally_event_revenue(x.properties), 1
+        FROM new_rows x WHERE NOT x.is_bot`
+            : ''
+        }) c
+  GROUP BY 1, 2, 3
+  HAVING sum(c.sign) <> 0 OR coalesce(sum(c.sign * c.r), 0) <> 0
+      OR coalesce(sum(c.sign) FILTER (WHERE c.r IS NOT NULL), 0) <> 0;
   RETURN NULL;
 END $$;
 `;
@@ -247,7 +238,7 @@ const FUNCTIONS = [
   'tally_event_revenue(jsonb)',
   'tally_rollup_zone(uuid)',
   'tally_rollup_lock(uuid, boolean)',
-  'tally_rollup_recompute(uuid, uuid[], timestamptz, timestamptz)',
+  'tally_rollup_recount(uuid, uuid[], text)',
   'tally_rollup_fold(uuid, integer)',
   'tally_rollup_rebuild_step(uuid, integer)',
   'tally_rollup_restart(uuid, text)',
