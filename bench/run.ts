@@ -1,6 +1,6 @@
 // `npm run bench [-- ingest|ingest-memory|analytics|nl|retention|fairness|startup]`: runs the benchmarks and prints their
 // figures as JSON lines. BENCH_DATABASE_URL (a PostgreSQL server where the benchmarks may create
-// databases) adds the PostgreSQL passes; the analytics and retention benchmarks run only there. The
+// databases) adds the PostgreSQL passes; the retention benchmark runs only there. The
 // fairness benchmark (5 minutes a database by default), the start-up benchmark (compiled server
 // against tsx) and the memory benchmark of ingestion (a million events a database) run only when
 // asked for by name.
@@ -21,7 +21,11 @@ if (only === 'ingest-memory') {
   console.log(JSON.stringify(await benchIngestMemory('pglite (embedded)')));
   if (pg) console.log(JSON.stringify(await benchIngestMemory('postgresql', pg)));
 }
-if ((only === undefined || only === 'analytics') && pg) console.log(JSON.stringify(await benchAnalytics(pg)));
+if (only === undefined || only === 'analytics') {
+  // The embedded database first, then PostgreSQL when there is one.
+  console.log(JSON.stringify(await benchAnalytics(undefined)));
+  if (pg) console.log(JSON.stringify(await benchAnalytics(pg)));
+}
 if (only === undefined || only === 'nl') console.log(JSON.stringify(await benchNl()));
 if ((only === undefined || only === 'retention') && pg) console.log(JSON.stringify(await benchRetention(pg)));
 if (only === 'fairness') {

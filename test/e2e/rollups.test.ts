@@ -8,6 +8,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeMetric, type MetricName } from '../../server/src/analytics/metrics.js';
+import * as rawEngagement from '../../server/src/analytics/queries/engagement.js';
+import * as rollupEngagement from '../../server/src/analytics/queries/rollup-engagement.js';
 import { rollupState } from '../../server/src/analytics/queries/rollup-metrics.js';
 import { foldRollups, rebuildRollups } from '../../server/src/analytics/rollups.js';
 import { eraseUser } from '../../server/src/privacy/privacy.js';
@@ -166,6 +168,32 @@ async function expectRollupEqualsRaw(t: Tenant): Promise<void> {
         computeMetric(ctx, { ...req, source: 'raw' }),
       ]);
       expect(fromRollup, `${metric} by ${granularity} in ${zone}`).toEqual(fromRaw);
+    }
+  }
+  // The MCP engagement figures, for the whole app and for an audience's members.
+  for (const members of [undefined, ['u1', 'u2', 'u5-r3']]) {
+    for (const [from, to] of [
+      ['2026-02-10', '2026-02-17'],
+      ['2026-01-31', '2026-03-14'],
+    ]) {
+      const w = {
+        appId: t.app.id,
+        timeZone: zone,
+        from: `${from} 00:00:00`,
+        to: `${to} 00:00:00`,
+        members,
+        timeoutMs: 30_000,
+      };
+      const what = `${from}..${to} ${members ? 'members' : 'all'} in ${zone}`;
+      expect(await rollupEngagement.activeUsers(ctx.db, w), `active users ${what}`).toBe(
+        await rawEngagement.activeUsers(ctx.db, w),
+      );
+      expect(await rollupEngagement.activeUserDays(ctx.db, w), `active user days ${what}`).toBe(
+        await rawEngagement.activeUserDays(ctx.db, w),
+      );
+      expect(await rollupEngagement.dayRetention(ctx.db, w, [1, 7, 30]), `day retention ${what}`).toEqual(
+        await rawEngagement.dayRetention(ctx.db, w, [1, 7, 30]),
+      );
     }
   }
   const reference = await referenceDaily(t.app.id, zone);

@@ -12,8 +12,10 @@ import type { ServiceContext } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import type { AppRow } from '../storage/tenancy.js';
 import { addDays, daysBetween, localDate } from '../time.js';
-import { computeMetric, resolveDates } from './metrics.js';
-import { activeUserDays, activeUsers, dayRetention, type Window } from './queries/engagement.js';
+import { computeMetric, resolveDates, rollupAnswers } from './metrics.js';
+import type { Window } from './queries/engagement.js';
+import * as raw from './queries/engagement.js';
+import * as rollup from './queries/rollup-engagement.js';
 
 export const RETENTION_DAYS = [1, 7, 30] as const;
 const WAU_DAYS = 7;
@@ -58,6 +60,7 @@ export async function engagement(ctx: ServiceContext, app: AppRow, q: Engagement
   const daily = (await metric('dau', start)).points;
   const dau = round2(daily.reduce((sum, p) => sum + p.value, 0) / daily.length);
   const mau = (await metric('mau', end)).points[0]?.value ?? 0;
+  const { activeUserDays, activeUsers, dayRetention } = (await rollupAnswers(ctx, app.id, timeZone)) ? rollup : raw;
   const base = { appId: app.id, timeZone, timeoutMs: ctx.config.analyticsQueryTimeoutMs };
   const period: Window = { ...base, from: `${start} 00:00:00`, to: `${addDays(end, 1)} 00:00:00` };
   const wau = await activeUsers(ctx.db, { ...period, from: `${addDays(end, 1 - WAU_DAYS)} 00:00:00` });

@@ -146,9 +146,17 @@ export async function computeMetric(ctx: ServiceContext, req: MetricRequest): Pr
  */
 async function sourceOf(ctx: ServiceContext, req: MetricRequest): Promise<'rollup' | 'raw'> {
   if (req.source === 'raw') return 'raw';
-  const state = await rollup.rollupState(ctx.db, req.appId);
-  if (state === undefined) return 'rollup';
-  return state.state === 'ready' && state.time_zone === req.timeZone ? 'rollup' : 'raw';
+  return (await rollupAnswers(ctx, req.appId, req.timeZone)) ? 'rollup' : 'raw';
+}
+
+/** Whether the app's activity rollup can answer in `timeZone` (ready in that zone, or not started yet: no events before it). */
+export async function rollupAnswers(
+  ctx: Pick<ServiceContext, 'db'>,
+  appId: string,
+  timeZone: string,
+): Promise<boolean> {
+  const state = await rollup.rollupState(ctx.db, appId);
+  return state === undefined || (state.state === 'ready' && state.time_zone === timeZone);
 }
 
 /** The queries for a request: the rollup's for whole days, else raw events'. */

@@ -1,0 +1,68 @@
+// The engagement figures (queries/engagement.ts) over the activity rollup: the same functions and
+// answers, for windows of whole local days in the rollup's time zone (engagement.ts uses them
+// only when the app's rollup is ready in the organization's zone).
+import type { Knex } from 'knex';
+import { timedRows } from '../../storage/timed.js';
+import type { Window } from './engagement.js';
+import { deltaKeys, pairs } from './rollup-pairs.js';
+
+const days = (w: Window) => ({ lo: w.from, hi: w.to });
+
+/** Distinct users with at least one human event in the window. */
+export async function activeUsers(db: Knex, w: Window): Promise<number> {
+  const k = deltaKeys(w.appId, w.timeZone);
+  const p = pairs(w.appId, days(w), { members: w.members });
+  const [row] = await timedRows<{ n: string }>(
+    db,
+    w.timeoutMs,
+    `with ${k.sql} select count(distinct user_id) as n from (${p.sql}) p`,
+    [...k.bindings, ...p.bindings],
+  );
+  return Number(row?.n ?? 0);
+}
+
+/** Distinct (user, local day) pairs of activity in the window: the sum of its daily active users. */
+export async function activeUserDays(db: Knex, w: Window): Promise<number> {
+  const k = deltaKeys(w.appId, w.timeZone);
+  const p = pairs(w.appId, days(w), { members: w.members });
+  const [row] = await timedRows<{ n: string }>(
+    db,
+    w.timeoutMs,
+    `with ${k.sql} select count(*) as n from (${p.sql}) p`,
+    [...k.bindings, ...p.bindings],
+  );
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * The users whose first human event ever falls in the window (the cohort), and for each N of
+ * `days`, how many of them were active on the Nth local day after their first day.
+ */
+export async function dayRetention(
+  db: Knex,
+  w: Window,
+  offsets: readonly number[],
+): Promise<{ cohort: number; retained: number[] }> {
+  const k = deltaKeys(w.appId, w.timeZone);
+  const inWindow = pairs(w.appId, days(w), { members: w.members });
+  const earlier = pairs(w.appId, { lo: '1970-01-01', hi: w.from }, { user: 'f.user_id' });
+  const later = offsets.map(() => pairs(w.appId, { lo: w.from, hi: '9999-12-31' }, { user: 'c.user_id' }));
+  const columns = offsets.map(
+    (_, i) => `count(*) filter (where exists (select 1 from (${later[i]!.sql}) l where l.day = c.d + ?::int)) as r${i}`,
+  );
+  const [row] = await timedRows<Record<string, string>>(
+    db,
+    w.timeoutMs,
+    `with ${k.sql},
+     firsts as (select user_id, min(day) as f from (${inWindow.sql}) p group by user_id),
+     cohort as (select f.user_id, f.f as d from firsts f where not exists (${earlier.sql}))
+     select count(*) as cohort${columns.map((c) => `, ${c}`).join('')} from cohort c`,
+    [
+      ...k.bindings,
+      ...inWindow.bindings,
+      ...earlier.bindings,
+      ...offsets.flatMap((n, i) => [...later[i]!.bindings, n]),
+    ],
+  );
+  return { cohort: Number(row?.cohort ?? 0), retained: offsets.map((_, i) => Number(row?.[`r${i}`] ?? 0)) };
+}
