@@ -18,13 +18,16 @@ function unitSql(unit: BucketUnit): BucketUnit {
 async function distinctPerBucket(db: Db, appId: string, r: MetricRange, paying: boolean): Promise<Map<string, number>> {
   const k = deltaKeys(appId, r.timeZone);
   const p = pairs(appId, r, { paying });
+  // Pairs are one per (day, user): a day's count needs no distinct.
+  const users =
+    r.unit === 'day'
+      ? `select day::timestamp as b from (${p.sql}) p`
+      : `select distinct date_trunc('${unitSql(r.unit)}', day::timestamp) as b, user_id from (${p.sql}) p`;
   const found = await rows<{ k: string; n: string }>(
     db,
     r.timeoutMs,
     `with ${k.sql}
-     select to_char(b, 'YYYY-MM-DD HH24:MI') as k, count(*) as n from (
-       select distinct date_trunc('${unitSql(r.unit)}', day::timestamp) as b, user_id from (${p.sql}) p
-     ) s group by b`,
+     select to_char(b, 'YYYY-MM-DD HH24:MI') as k, count(*) as n from (${users}) s group by b`,
     [...k.bindings, ...p.bindings],
   );
   return new Map(found.map((row) => [row.k, Number(row.n)]));
@@ -126,12 +129,12 @@ export async function retentionPerBucket(
      firsts as (select user_id, min(day) as f from (${inRange.sql}) p group by user_id),
      cohort as (select f.user_id, date_trunc('${unit}', f.f::timestamp) as b from firsts f
                 where not exists (${earlier.sql})),
-     later as (select distinct user_id, date_trunc('${unit}', day::timestamp) as b from (${next.sql}) n
-               where user_id in (select user_id from cohort))
-     select to_char(c.b, 'YYYY-MM-DD HH24:MI') as k, count(*) as n,
-       count(*) filter (where exists (select 1 from later l where l.user_id = c.user_id and l.b = c.b + interval '1 ${unit}'))
-         as retained
-     from cohort c group by 1`,
+     later as materialized (
+       select distinct n.user_id, date_trunc('${unit}', n.day::timestamp) as b from (${next.sql}) n
+       where n.user_id in (select user_id from cohort))
+     select to_char(c.b, 'YYYY-MM-DD HH24:MI') as k, count(*) as n, count(l.user_id) as retained
+     from cohort c left join later l on l.user_id = c.user_id and l.b = c.b + interval '1 ${unit}'
+     group by 1`,
     [...k.bindings, ...inRange.bindings, ...earlier.bindings, ...next.bindings],
   );
   return new Map(found.map((row) => [row.k, { cohort: Number(row.n), retained: Number(row.retained) }]));
