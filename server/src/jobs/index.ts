@@ -4,6 +4,7 @@ import type { Clock } from '../context.js';
 import { type CampaignEngine, runDueCampaigns } from '../engagement/campaign-runs.js';
 import { runTriggers } from '../engagement/campaign-trigger-runs.js';
 import { sweepPending } from '../engagement/push/sweeper.js';
+import { purgeExpiredKeys } from '../idempotency/idempotency.js';
 import { enforceRetention } from '../privacy/retention.js';
 import type { Database } from '../storage/db.js';
 import { DEDUP_WINDOW_DAYS, purgeDedupRowsBefore, refreshSandboxStatistics } from '../storage/events.js';
@@ -15,6 +16,7 @@ export const REFRESH_SANDBOX_STATISTICS = 'refresh-sandbox-statistics';
 export const CAMPAIGN_TICK = 'campaign-tick';
 export const CAMPAIGN_TRIGGERS = 'campaign-triggers';
 export const PUSH_SWEEP = 'push-sweep';
+export const PURGE_IDEMPOTENCY_KEYS = 'purge-idempotency-keys';
 
 export const ENFORCE_RETENTION = 'enforce-retention';
 
@@ -82,6 +84,16 @@ export function jobDefinitions(
         for (const appId of await allAppIds(database.knex)) {
           await purgeDedupRowsBefore(database.knex, appId, before);
         }
+      },
+    },
+    {
+      // Idempotency keys are remembered for 24 hours; their stored answers (which may quote users)
+      // go within the hour after.
+      name: PURGE_IDEMPOTENCY_KEYS,
+      cron: '23 * * * *',
+      async run() {
+        const now = clock();
+        for (const appId of await allAppIds(database.knex)) await purgeExpiredKeys(database.knex, appId, now);
       },
     },
     {
