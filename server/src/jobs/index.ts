@@ -75,6 +75,22 @@ export function jobDefinitions(
         }
       },
     },
+    ...purgeJobs(database, clock),
+    {
+      // The embedded database runs no autovacuum: keep the sandbox's cost check informed.
+      name: REFRESH_SANDBOX_STATISTICS,
+      cron: '*/10 * * * *',
+      when: (db) => db.kind === 'pglite',
+      async run() {
+        await refreshSandboxStatistics(database.knex);
+      },
+    },
+  ];
+}
+
+/** Rows kept for a window only (insert_id dedup rows, idempotency keys), deleted once it has passed. */
+function purgeJobs(database: Database, clock: Clock): JobDefinition[] {
+  return [
     {
       // insert_id repeats are only recognised for 7 days; older dedup rows serve nothing.
       name: PURGE_EVENT_DEDUP,
@@ -94,15 +110,6 @@ export function jobDefinitions(
       async run() {
         const now = clock();
         for (const appId of await allAppIds(database.knex)) await purgeExpiredKeys(database.knex, appId, now);
-      },
-    },
-    {
-      // The embedded database runs no autovacuum: keep the sandbox's cost check informed.
-      name: REFRESH_SANDBOX_STATISTICS,
-      cron: '*/10 * * * *',
-      when: (db) => db.kind === 'pglite',
-      async run() {
-        await refreshSandboxStatistics(database.knex);
       },
     },
   ];
