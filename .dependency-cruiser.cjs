@@ -37,15 +37,16 @@ const ADAPTERS = `${SRC}(http|mcp|cli)/`;
 const WINGS = {
   llm: [],
   sandbox: [],
+  idempotency: [],
   language: ['llm'],
   admin: [],
   audiences: ['language', 'llm', 'sandbox'],
   analytics: ['admin', 'audiences', 'language', 'llm', 'sandbox'],
-  privacy: ['audiences'],
+  privacy: ['audiences', 'idempotency'],
   tracking: ['admin'],
   engagement: ['admin', 'audiences', 'language', 'llm', 'privacy', 'sandbox'],
   website: ['admin', 'engagement', 'tracking'],
-  jobs: ['analytics', 'engagement', 'privacy'],
+  jobs: ['analytics', 'engagement', 'idempotency', 'privacy'],
 };
 const wing = (name) => `${SRC}${name}/`;
 
