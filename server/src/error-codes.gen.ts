@@ -21,6 +21,7 @@ export type KnownErrorCode =
   | 'NOT_FOUND'
   | 'METHOD_NOT_ALLOWED'
   | 'CONFLICT'
+  | 'IDEMPOTENCY_KEY_REUSED'
   | 'PAYLOAD_TOO_LARGE'
   | 'RATE_LIMIT_EXCEEDED'
   | 'INTERNAL_ERROR'
@@ -63,8 +64,10 @@ export const STATUS_OF = {
   NOT_FOUND: 404,
   /** The path exists, but not with this HTTP method (for example `PUT /v1/events`). Check the method the reference gives for the path. */
   METHOD_NOT_ALLOWED: 405,
-  /** The change clashes with existing state (id already taken, campaign already sent, ...). */
+  /** The change clashes with existing state (id already taken, campaign already sent, ...), or a request with the same `Idempotency-Key` is still running (`details: {reason: "idempotency_key_in_use"}`, with `Retry-After: 1`). */
   CONFLICT: 409,
+  /** The `Idempotency-Key` was used in the last 24 hours, with the same API key and operation, for a request with a different body. Send a new key for a new request. */
+  IDEMPOTENCY_KEY_REUSED: 409,
   /** The request body is over 1 MB. */
   PAYLOAD_TOO_LARGE: 413,
   /** Too many requests, too many failed authentications from one address, or too many SQL queries at once. `details: {limit, window, retry_after}` for rate limits; for the SQL sandbox `details: {reason, retry_after}` (with `running` and `waiting` for the first two reasons), where `reason` is `concurrency` (this key's queries), `organization` (all the organization's queries) or `cooldown` (embedded database: one of the organization's queries ran into the time limit). On `POST /mcp` an `initialize` refused because the MCP key already holds its 50 sessions, all used in the last minute, is a JSON-RPC error whose `data` is `{code, reason: "sessions", limit, open, retry_after}`. Every 429 has a `Retry-After` header saying when to retry; `X-RateLimit-*` headers describe the per-minute request limit and appear on a 429 only when that limit refused it. */

@@ -61,6 +61,7 @@ export type OperationId =
   | 'Users_createAlias'
   | 'Users_erase'
   | 'Users_export'
+  | 'Users_get'
   | 'Users_replaceId'
   | 'Users_upsert'
   | 'Website_config'
@@ -403,6 +404,12 @@ export interface Operations {
     path: '/v1/users/{user_id}/export';
     data: Contract.UsersExportData;
     responses: Contract.UsersExportResponses;
+  };
+  Users_get: {
+    method: 'get';
+    path: '/v1/users/{user_id}';
+    data: Contract.UsersGetData;
+    responses: Contract.UsersGetResponses;
   };
   Users_replaceId: {
     method: 'post';

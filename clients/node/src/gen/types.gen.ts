@@ -1655,7 +1655,8 @@ export type ErasedCounts = {
  * | `IDENTITY_NOT_VERIFIED` | 403 | A website call named a user without a valid `user_hash`: its `user_hash` is wrong, or the user (or the visitor id) was created through the REST API and needs one. |
  * | `NOT_FOUND` | 404 | The referenced app, user, audience, campaign, delivery or key does not exist, or the credential may not see it. |
  * | `METHOD_NOT_ALLOWED` | 405 | The path exists, but not with this HTTP method (for example `PUT /v1/events`). Check the method the reference gives for the path. |
- * | `CONFLICT` | 409 | The change clashes with existing state (id already taken, campaign already sent, ...). |
+ * | `CONFLICT` | 409 | The change clashes with existing state (id already taken, campaign already sent, ...), or a request with the same `Idempotency-Key` is still running (`details: {reason: "idempotency_key_in_use"}`, with `Retry-After: 1`). |
+ * | `IDEMPOTENCY_KEY_REUSED` | 409 | The `Idempotency-Key` was used in the last 24 hours, with the same API key and operation, for a request with a different body. Send a new key for a new request. |
  * | `PAYLOAD_TOO_LARGE` | 413 | The request body is over 1 MB. |
  * | `RATE_LIMIT_EXCEEDED` | 429 | Too many requests, too many failed authentications from one address, or too many SQL queries at once. `details: {limit, window, retry_after}` for rate limits; for the SQL sandbox `details: {reason, retry_after}` (with `running` and `waiting` for the first two reasons), where `reason` is `concurrency` (this key's queries), `organization` (all the organization's queries) or `cooldown` (embedded database: one of the organization's queries ran into the time limit). On `POST /mcp` an `initialize` refused because the MCP key already holds its 50 sessions, all used in the last minute, is a JSON-RPC error whose `data` is `{code, reason: "sessions", limit, open, retry_after}`. Every 429 has a `Retry-After` header saying when to retry; `X-RateLimit-*` headers describe the per-minute request limit and appear on a 429 only when that limit refused it. |
  * | `INTERNAL_ERROR` | 500 | An unexpected failure on the server. |
@@ -1664,7 +1665,7 @@ export type ErasedCounts = {
  * | `PROVIDER_ERROR` | 502 | The push provider refused for good (a failure it may recover from is retried in the background instead). `details: {provider, status, reason}`; `reason` is Tally's explanation, never the provider's reply. |
  * | `SERVICE_UNAVAILABLE` | 503 | The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or, on the event endpoints, events arrive faster than the database stores them and the server already holds as many as it queues (`INGEST_QUEUE_LIMIT`); nothing of the refused request was stored. Retry after the seconds in `Retry-After`. |
  */
-export type ErrorCode = (string & {}) | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'IDENTITY_NOT_VERIFIED' | 'MCP_CAMPAIGNS_DISABLED' | 'CONFIRMATION_DECLINED' | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'RESPONSE_CONTRACT_VIOLATION' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR' | 'SERVICE_UNAVAILABLE';
+export type ErrorCode = (string & {}) | 'INVALID_REQUEST' | 'QUERY_NOT_UNDERSTOOD' | 'QUERY_REJECTED' | 'QUERY_TIMEOUT' | 'PUSH_NOT_CONFIGURED' | 'MISSING_AUTH' | 'INVALID_API_KEY' | 'REVOKED_API_KEY' | 'INSUFFICIENT_PERMISSIONS' | 'ORIGIN_NOT_ALLOWED' | 'ADVANCED_SIGNALS_NOT_ALLOWED' | 'IDENTITY_NOT_VERIFIED' | 'MCP_CAMPAIGNS_DISABLED' | 'CONFIRMATION_DECLINED' | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'CONFLICT' | 'IDEMPOTENCY_KEY_REUSED' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMIT_EXCEEDED' | 'INTERNAL_ERROR' | 'RESPONSE_CONTRACT_VIOLATION' | 'NOT_IMPLEMENTED' | 'PROVIDER_ERROR' | 'SERVICE_UNAVAILABLE';
 
 /**
  * The body of every error response, on every surface.
@@ -4071,6 +4072,29 @@ export type WebsiteUserResult = {
     external_id: string;
 };
 
+/**
+ * Makes the request safe to retry. Generate a new random value (a UUID works well) for each
+ * request you mean, and send the same value again only when you retry that request, for
+ * example after a timeout or a lost connection.
+ *
+ * - Format: 1 to 255 printable ASCII characters, without spaces (`!` to `~`). Anything else is
+ * refused with 400 `INVALID_REQUEST`.
+ * - Window: a key is remembered for 24 hours after its first request.
+ * - Scope: per API key and per operation. Another API key (even of the same app), or another
+ * operation, may use the same value without any effect on this one.
+ * - A repeat within the window does nothing again and gets the first answer: the same status and
+ * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
+ * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
+ * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
+ * the request and send it again with the same key. A 500 or 503 stores nothing either, and
+ * the retry runs the request again.
+ * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
+ * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
+ * `Retry-After: 1`; retry after that second to get the first answer.
+ * - The stored answers are erased with the user they name (`DELETE /v1/users/{user_id}`).
+ */
+export type IdempotencyKey = string;
+
 export type AdminTokensRotateData = {
     body?: AdminTokenRotate;
     path?: never;
@@ -4088,7 +4112,7 @@ export type AdminTokensRotateErrors = {
      */
     401: ErrorResponse;
     /**
-     * The change conflicts with the current state of the resource (`CONFLICT`).
+     * The change conflicts with the current state of the resource (`CONFLICT`), a request with the same `Idempotency-Key` is still running (`CONFLICT`, with `Retry-After: 1`), or the key was used for a different request (`IDEMPOTENCY_KEY_REUSED`).
      */
     409: ErrorResponse;
     /**
@@ -4137,7 +4161,7 @@ export type AdminTokensRetirePreviousErrors = {
      */
     401: ErrorResponse;
     /**
-     * The change conflicts with the current state of the resource (`CONFLICT`).
+     * The change conflicts with the current state of the resource (`CONFLICT`), a request with the same `Idempotency-Key` is still running (`CONFLICT`, with `Retry-After: 1`), or the key was used for a different request (`IDEMPOTENCY_KEY_REUSED`).
      */
     409: ErrorResponse;
     /**
@@ -4611,7 +4635,7 @@ export type AdminIdentitySecretsGenerateErrors = {
      */
     404: ErrorResponse;
     /**
-     * The change conflicts with the current state of the resource (`CONFLICT`).
+     * The change conflicts with the current state of the resource (`CONFLICT`), a request with the same `Idempotency-Key` is still running (`CONFLICT`, with `Retry-After: 1`), or the key was used for a different request (`IDEMPOTENCY_KEY_REUSED`).
      */
     409: ErrorResponse;
     /**
@@ -5301,7 +5325,7 @@ export type AdminCampaignsPauseErrors = {
      */
     404: ErrorResponse;
     /**
-     * The change conflicts with the current state of the resource (`CONFLICT`).
+     * The change conflicts with the current state of the resource (`CONFLICT`), a request with the same `Idempotency-Key` is still running (`CONFLICT`, with `Retry-After: 1`), or the key was used for a different request (`IDEMPOTENCY_KEY_REUSED`).
      */
     409: ErrorResponse;
     /**
@@ -5355,7 +5379,7 @@ export type AdminCampaignsResumeErrors = {
      */
     404: ErrorResponse;
     /**
-     * The change conflicts with the current state of the resource (`CONFLICT`).
+     * The change conflicts with the current state of the resource (`CONFLICT`), a request with the same `Idempotency-Key` is still running (`CONFLICT`, with `Retry-After: 1`), or the key was used for a different request (`IDEMPOTENCY_KEY_REUSED`).
      */
     409: ErrorResponse;
     /**
@@ -6696,6 +6720,30 @@ export type AudiencesListResponse = AudiencesListResponses[keyof AudiencesListRe
 
 export type AudiencesCreateData = {
     body: AudienceCreate;
+    headers?: {
+        /**
+         * Makes the request safe to retry. Generate a new random value (a UUID works well) for each
+         * request you mean, and send the same value again only when you retry that request, for
+         * example after a timeout or a lost connection.
+         *
+         * - Format: 1 to 255 printable ASCII characters, without spaces (`!` to `~`). Anything else is
+         * refused with 400 `INVALID_REQUEST`.
+         * - Window: a key is remembered for 24 hours after its first request.
+         * - Scope: per API key and per operation. Another API key (even of the same app), or another
+         * operation, may use the same value without any effect on this one.
+         * - A repeat within the window does nothing again and gets the first answer: the same status and
+         * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
+         * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
+         * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
+         * the request and send it again with the same key. A 500 or 503 stores nothing either, and
+         * the retry runs the request again.
+         * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
+         * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
+         * `Retry-After: 1`; retry after that second to get the first answer.
+         * - The stored answers are erased with the user they name (`DELETE /v1/users/{user_id}`).
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/v1/audiences';
@@ -6714,6 +6762,10 @@ export type AudiencesCreateErrors = {
      * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
      */
     404: ErrorResponse;
+    /**
+     * The change conflicts with the current state of the resource (`CONFLICT`), a request with the same `Idempotency-Key` is still running (`CONFLICT`, with `Retry-After: 1`), or the key was used for a different request (`IDEMPOTENCY_KEY_REUSED`).
+     */
+    409: ErrorResponse;
     /**
      * The request body is larger than 1 MB (`PAYLOAD_TOO_LARGE`).
      */
@@ -6922,6 +6974,30 @@ export type PushClickError = PushClickErrors[keyof PushClickErrors];
 
 export type PushSendData = {
     body: SendPushRequest;
+    headers?: {
+        /**
+         * Makes the request safe to retry. Generate a new random value (a UUID works well) for each
+         * request you mean, and send the same value again only when you retry that request, for
+         * example after a timeout or a lost connection.
+         *
+         * - Format: 1 to 255 printable ASCII characters, without spaces (`!` to `~`). Anything else is
+         * refused with 400 `INVALID_REQUEST`.
+         * - Window: a key is remembered for 24 hours after its first request.
+         * - Scope: per API key and per operation. Another API key (even of the same app), or another
+         * operation, may use the same value without any effect on this one.
+         * - A repeat within the window does nothing again and gets the first answer: the same status and
+         * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
+         * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
+         * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
+         * the request and send it again with the same key. A 500 or 503 stores nothing either, and
+         * the retry runs the request again.
+         * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
+         * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
+         * `Retry-After: 1`; retry after that second to get the first answer.
+         * - The stored answers are erased with the user they name (`DELETE /v1/users/{user_id}`).
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/v1/sendpush';
@@ -6940,6 +7016,10 @@ export type PushSendErrors = {
      * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
      */
     404: ErrorResponse;
+    /**
+     * The change conflicts with the current state of the resource (`CONFLICT`), a request with the same `Idempotency-Key` is still running (`CONFLICT`, with `Retry-After: 1`), or the key was used for a different request (`IDEMPOTENCY_KEY_REUSED`).
+     */
+    409: ErrorResponse;
     /**
      * The request body is larger than 1 MB (`PAYLOAD_TOO_LARGE`).
      */
@@ -6975,6 +7055,30 @@ export type PushSendResponse = PushSendResponses[keyof PushSendResponses];
 
 export type UsersUpsertData = {
     body: UserUpsert;
+    headers?: {
+        /**
+         * Makes the request safe to retry. Generate a new random value (a UUID works well) for each
+         * request you mean, and send the same value again only when you retry that request, for
+         * example after a timeout or a lost connection.
+         *
+         * - Format: 1 to 255 printable ASCII characters, without spaces (`!` to `~`). Anything else is
+         * refused with 400 `INVALID_REQUEST`.
+         * - Window: a key is remembered for 24 hours after its first request.
+         * - Scope: per API key and per operation. Another API key (even of the same app), or another
+         * operation, may use the same value without any effect on this one.
+         * - A repeat within the window does nothing again and gets the first answer: the same status and
+         * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
+         * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
+         * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
+         * the request and send it again with the same key. A 500 or 503 stores nothing either, and
+         * the retry runs the request again.
+         * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
+         * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
+         * `Retry-After: 1`; retry after that second to get the first answer.
+         * - The stored answers are erased with the user they name (`DELETE /v1/users/{user_id}`).
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/v1/users';
@@ -6989,6 +7093,10 @@ export type UsersUpsertErrors = {
      * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
      */
     401: ErrorResponse;
+    /**
+     * The change conflicts with the current state of the resource (`CONFLICT`), a request with the same `Idempotency-Key` is still running (`CONFLICT`, with `Retry-After: 1`), or the key was used for a different request (`IDEMPOTENCY_KEY_REUSED`).
+     */
+    409: ErrorResponse;
     /**
      * The request body is larger than 1 MB (`PAYLOAD_TOO_LARGE`).
      */
@@ -7020,6 +7128,30 @@ export type UsersUpsertResponse = UsersUpsertResponses[keyof UsersUpsertResponse
 
 export type UsersCreateAliasData = {
     body: AliasCreate;
+    headers?: {
+        /**
+         * Makes the request safe to retry. Generate a new random value (a UUID works well) for each
+         * request you mean, and send the same value again only when you retry that request, for
+         * example after a timeout or a lost connection.
+         *
+         * - Format: 1 to 255 printable ASCII characters, without spaces (`!` to `~`). Anything else is
+         * refused with 400 `INVALID_REQUEST`.
+         * - Window: a key is remembered for 24 hours after its first request.
+         * - Scope: per API key and per operation. Another API key (even of the same app), or another
+         * operation, may use the same value without any effect on this one.
+         * - A repeat within the window does nothing again and gets the first answer: the same status and
+         * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
+         * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
+         * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
+         * the request and send it again with the same key. A 500 or 503 stores nothing either, and
+         * the retry runs the request again.
+         * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
+         * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
+         * `Retry-After: 1`; retry after that second to get the first answer.
+         * - The stored answers are erased with the user they name (`DELETE /v1/users/{user_id}`).
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/v1/users/aliases';
@@ -7039,7 +7171,7 @@ export type UsersCreateAliasErrors = {
      */
     404: ErrorResponse;
     /**
-     * The change conflicts with the current state of the resource (`CONFLICT`).
+     * The change conflicts with the current state of the resource (`CONFLICT`), a request with the same `Idempotency-Key` is still running (`CONFLICT`, with `Retry-After: 1`), or the key was used for a different request (`IDEMPOTENCY_KEY_REUSED`).
      */
     409: ErrorResponse;
     /**
@@ -7073,6 +7205,30 @@ export type UsersCreateAliasResponse = UsersCreateAliasResponses[keyof UsersCrea
 
 export type UsersReplaceIdData = {
     body: ReplaceIdRequest;
+    headers?: {
+        /**
+         * Makes the request safe to retry. Generate a new random value (a UUID works well) for each
+         * request you mean, and send the same value again only when you retry that request, for
+         * example after a timeout or a lost connection.
+         *
+         * - Format: 1 to 255 printable ASCII characters, without spaces (`!` to `~`). Anything else is
+         * refused with 400 `INVALID_REQUEST`.
+         * - Window: a key is remembered for 24 hours after its first request.
+         * - Scope: per API key and per operation. Another API key (even of the same app), or another
+         * operation, may use the same value without any effect on this one.
+         * - A repeat within the window does nothing again and gets the first answer: the same status and
+         * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
+         * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
+         * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
+         * the request and send it again with the same key. A 500 or 503 stores nothing either, and
+         * the retry runs the request again.
+         * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
+         * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
+         * `Retry-After: 1`; retry after that second to get the first answer.
+         * - The stored answers are erased with the user they name (`DELETE /v1/users/{user_id}`).
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/v1/users/replace-id';
@@ -7092,7 +7248,7 @@ export type UsersReplaceIdErrors = {
      */
     404: ErrorResponse;
     /**
-     * The change conflicts with the current state of the resource (`CONFLICT`).
+     * The change conflicts with the current state of the resource (`CONFLICT`), a request with the same `Idempotency-Key` is still running (`CONFLICT`, with `Retry-After: 1`), or the key was used for a different request (`IDEMPOTENCY_KEY_REUSED`).
      */
     409: ErrorResponse;
     /**
@@ -7173,6 +7329,56 @@ export type UsersEraseResponses = {
 };
 
 export type UsersEraseResponse = UsersEraseResponses[keyof UsersEraseResponses];
+
+export type UsersGetData = {
+    body?: never;
+    path: {
+        /**
+         * The user's identifier (external id) or an alias.
+         */
+        user_id: string;
+    };
+    query?: never;
+    url: '/v1/users/{user_id}';
+};
+
+export type UsersGetErrors = {
+    /**
+     * The request is invalid: a field is missing, malformed, out of range or not declared, or the input cannot be processed as asked.
+     */
+    400: ErrorResponse;
+    /**
+     * The credential (API key, admin token or MCP key) is missing, unknown or revoked (`MISSING_AUTH`, `INVALID_API_KEY`, `REVOKED_API_KEY`).
+     */
+    401: ErrorResponse;
+    /**
+     * The referenced resource does not exist, or the credential may not see it (`NOT_FOUND`).
+     */
+    404: ErrorResponse;
+    /**
+     * The rate limit of this endpoint class was reached, too many failed authentications came from this address, or too many SQL queries of this key or organization are running (`RATE_LIMIT_EXCEEDED`); retry after the number of seconds in `Retry-After`.
+     */
+    429: ErrorResponse;
+    /**
+     * An unexpected server failure (`INTERNAL_ERROR`; `RESPONSE_CONTRACT_VIOLATION` from a server that checks its own responses strictly). Safe to retry idempotent requests.
+     */
+    500: ErrorResponse;
+    /**
+     * The database (or, with `RATE_LIMITS_FAIL=closed`, the rate limiter) cannot be reached, or the server already holds as many events waiting to be stored as it queues (`SERVICE_UNAVAILABLE`); nothing of the request was stored; retry after the number of seconds in `Retry-After`.
+     */
+    503: ErrorResponse;
+};
+
+export type UsersGetError = UsersGetErrors[keyof UsersGetErrors];
+
+export type UsersGetResponses = {
+    /**
+     * The request has succeeded.
+     */
+    200: UserProfile;
+};
+
+export type UsersGetResponse = UsersGetResponses[keyof UsersGetResponses];
 
 export type UsersExportData = {
     body?: never;
