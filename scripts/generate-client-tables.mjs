@@ -15,8 +15,12 @@ const source = 'generated/openapi/openapi.yaml';
 const target = 'clients/node/src/contract.gen.ts';
 
 const doc = YAML.parse(fs.readFileSync(`${root}${source}`, 'utf8'));
-const schemas = doc.components?.schemas ?? {};
-const resolve = (schema) => (schema?.$ref ? schemas[schema.$ref.split('/').pop()] : schema);
+/** The object a local `$ref` (`#/components/<kind>/<name>`) points to, or the object itself. */
+const resolve = (node) => {
+  if (!node?.$ref) return node;
+  const [, , kind, name] = node.$ref.split('/');
+  return doc.components?.[kind]?.[name];
+};
 
 const codes = (resolve({ $ref: '#/components/schemas/ErrorCode' })?.anyOf ?? []).flatMap((v) => v.enum ?? []);
 if (codes.length === 0) fail('ErrorCode names no codes');

@@ -19,6 +19,7 @@ export const KNOWN_ERROR_CODES = [
   'NOT_FOUND',
   'METHOD_NOT_ALLOWED',
   'CONFLICT',
+  'IDEMPOTENCY_KEY_REUSED',
   'PAYLOAD_TOO_LARGE',
   'RATE_LIMIT_EXCEEDED',
   'INTERNAL_ERROR',
@@ -32,7 +33,13 @@ export const KNOWN_ERROR_CODES = [
 export type KnownErrorCode = (typeof KNOWN_ERROR_CODES)[number];
 
 /** Paths (templates) of the POST operations that accept an `Idempotency-Key` header. */
-export const IDEMPOTENT_POSTS: readonly string[] = [];
+export const IDEMPOTENT_POSTS: readonly string[] = [
+  '/v1/audiences',
+  '/v1/sendpush',
+  '/v1/users',
+  '/v1/users/aliases',
+  '/v1/users/replace-id',
+];
 
 /** POST paths whose body is an event with `insert_id` ('self') or holds a list of them (its field). */
 export const EVENT_POSTS: Readonly<Record<string, string>> = {
