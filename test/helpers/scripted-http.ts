@@ -10,6 +10,8 @@ export interface Arrival {
   body: string;
   /** performance.now() when the request arrived. */
   at: number;
+  /** Date.now() when the request arrived. */
+  wall: number;
 }
 
 /** What to answer one request with: a status, headers and a JSON body (or raw text); 'drop' closes the socket. */
@@ -37,6 +39,7 @@ export async function startScripted(steps: Step[]): Promise<ScriptedServer> {
         headers: req.headers,
         body: Buffer.concat(chunks).toString(),
         at,
+        wall: Date.now(),
       });
       const step = steps[Math.min(arrivals.length - 1, steps.length - 1)]!;
       if (step === 'drop') {
