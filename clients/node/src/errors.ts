@@ -1,6 +1,7 @@
 // Every failed call returns Tally's error envelope in `error`, also when no envelope came back: a
 // network failure, a timeout, an aborted call or an answer that is not JSON (a proxy's error page)
 // become envelopes with a code of the client's own (ClientErrorCode), so `error.code` is always set.
+import { KNOWN_ERROR_CODES, type KnownErrorCode } from './contract.gen.js';
 import type { ErrorCode, ErrorResponse } from './gen/types.gen.js';
 
 /** Codes the client itself gives failures that have no answer from Tally. */
@@ -13,6 +14,16 @@ export type ClientErrorCode = 'NETWORK_ERROR' | 'TIMEOUT' | 'ABORTED' | 'UNEXPEC
  */
 export type TallyError = ErrorResponse;
 export type TallyErrorCode = ErrorCode;
+
+const known: ReadonlySet<string> = new Set(KNOWN_ERROR_CODES);
+
+/**
+ * Whether a code is one the contract names. Comparing `error.code === 'NOT_FOUND'` works without
+ * it; this narrows `code` to KnownErrorCode, for a `switch` that the compiler checks.
+ */
+export function isKnownErrorCode(code: string): code is KnownErrorCode {
+  return known.has(code);
+}
 
 const envelope = (code: ClientErrorCode, error: string, message: string, details?: object): TallyError => ({
   success: false,

@@ -8,7 +8,7 @@ import { TallySdk } from './gen/sdk.gen.js';
 import { type RetryOptions, resolveRetry, sendWithPolicy } from './retry.js';
 
 export { KNOWN_ERROR_CODES, type KnownErrorCode } from './contract.gen.js';
-export type { ClientErrorCode, TallyError, TallyErrorCode } from './errors.js';
+export { type ClientErrorCode, isKnownErrorCode, type TallyError, type TallyErrorCode } from './errors.js';
 export type { Client } from './gen/client/index.js';
 export { TallySdk } from './gen/sdk.gen.js';
 export * from './gen/types.gen.js';
