@@ -30,4 +30,6 @@ if (process.argv.includes('--package')) {
   execFileSync(process.execPath, [tsc, '-p', here('./tsconfig.package.json')], { stdio: 'inherit' });
 }
 const iife = readFileSync(here('./dist/service-web.js'));
-console.log(`dist/service-web.js ${iife.length} bytes, ${gzipSync(iife).length} gzipped; dist/service-web.mjs and dist/npm built`);
+console.log(
+  `dist/service-web.js ${iife.length} bytes, ${gzipSync(iife).length} gzipped; dist/service-web.mjs and dist/npm built`,
+);

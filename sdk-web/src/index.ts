@@ -33,6 +33,7 @@ export interface InitOptions {
   respectGpc?: boolean;
 }
 
+export type { FormOptions } from './forms.js';
 // Request bodies are the contract's types (./gen, generated from Tally's OpenAPI document).
 export type {
   ErrorResponse,
@@ -43,7 +44,6 @@ export type {
   WebsiteEventRequest,
   WebsiteUserRequest,
 } from './gen/types.gen.js';
-export type { FormOptions } from './forms.js';
 
 /**
  * A user for sendUser: the body of `POST /v1/website/users`, whose `appId` and `websiteUrl` default
