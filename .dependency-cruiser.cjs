@@ -37,15 +37,16 @@ const ADAPTERS = `${SRC}(http|mcp|cli)/`;
 const WINGS = {
   llm: [],
   sandbox: [],
+  idempotency: [],
   language: ['llm'],
   admin: [],
   audiences: ['language', 'llm', 'sandbox'],
   analytics: ['admin', 'audiences', 'language', 'llm', 'sandbox'],
-  privacy: ['audiences'],
+  privacy: ['audiences', 'idempotency'],
   tracking: ['admin'],
   engagement: ['admin', 'audiences', 'language', 'llm', 'privacy', 'sandbox'],
   website: ['admin', 'engagement', 'tracking'],
-  jobs: ['engagement', 'privacy'],
+  jobs: ['engagement', 'idempotency', 'privacy'],
 };
 const wing = (name) => `${SRC}${name}/`;
 

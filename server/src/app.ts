@@ -9,6 +9,7 @@ import { mcpBearerKey, securityHandlers } from './http/auth.js';
 import { requestContextMiddleware } from './http/context.js';
 import { handlers } from './http/handlers.js';
 import { homeRouter } from './http/home.js';
+import { idempotencyKeys } from './http/idempotency.js';
 import { inputRules } from './http/input-rules.js';
 import { mcpJsonRpcRouter } from './http/mcp-jsonrpc.js';
 import { mcpOriginGuard } from './http/mcp-origin.js';
@@ -70,6 +71,7 @@ export function createApp(tally: Tally): Express {
     }),
   );
   app.use(resolveApp(ctx));
+  app.use(idempotencyKeys(ctx)); // a repeat of a write sent with an Idempotency-Key gets the first answer
   app.use(dispatch(handlers(ctx)));
   app.use((req) => {
     throw new NotFoundError(`No endpoint ${req.method} ${req.path}.`);

@@ -66,7 +66,12 @@ export class NotFoundError extends AppError<'NOT_FOUND'> {
   }
 }
 export class ConflictError extends AppError<'CONFLICT'> {
-  constructor(message: string, details?: Details) {
+  constructor(
+    message: string,
+    details?: Details,
+    /** Seconds after which the same request may succeed (the Retry-After header), when the clash is passing. */
+    readonly retryAfter?: number,
+  ) {
     super(STATUS_OF.CONFLICT, 'CONFLICT', message, details);
   }
 }
@@ -289,11 +294,14 @@ const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Rat
 
 /**
  * Makes the headers of a 429 or 503 agree with it: Retry-After always (from `details.retry_after`
- * when the error has one); and X-RateLimit-* (which describe the per-minute request limit) only
+ * when the error has one; a passing 409 CONFLICT says its own); and X-RateLimit-* (which describe the per-minute request limit) only
  * when that limit is what refused the request. A 429 for another reason (too many open MCP
  * sessions, too many SQL queries at once) drops them rather than show requests remaining.
  */
 export function settleRetryHeaders(res: Response, error: AppError): void {
+  if (error instanceof ConflictError && error.retryAfter !== undefined) {
+    res.setHeader('Retry-After', String(error.retryAfter));
+  }
   if (error.status === 503 && !res.getHeader('Retry-After')) {
     const seconds = error instanceof ServiceUnavailableError ? error.retryAfter : undefined;
     res.setHeader('Retry-After', String(seconds ?? 5));

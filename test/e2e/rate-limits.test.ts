@@ -59,6 +59,27 @@ describe('rate limits', () => {
     expect(await refused.json()).toMatchObject({ code: 'RATE_LIMIT_EXCEEDED' });
   });
 
+  it('limits GET /v1/users/{user_id} in the "other" class, replays of Idempotency-Key requests included', async () => {
+    const fresh = await server.createTenant();
+    const headers = {
+      authorization: `Bearer ${fresh.apiKey}`,
+      'content-type': 'application/json',
+      'idempotency-key': 'rl-key',
+    };
+    const upsert = () =>
+      fetch(`${server.url}/v1/users`, { method: 'POST', headers, body: JSON.stringify({ user_id: 'rl-user' }) });
+    expect((await upsert()).status).toBe(200);
+    const got = await fresh.client.usersGet({ path: { user_id: 'rl-user' } });
+    expect(got.response.status).toBe(200);
+    expect(got.response.headers.get('x-ratelimit-limit')).toBe('2');
+    const refused = await fresh.client.usersGet({ path: { user_id: 'rl-user' } });
+    expect(refused.response.status).toBe(429);
+    expect(refused.response.headers.get('retry-after')).toMatch(/^\d+$/);
+    const replay = await upsert();
+    expect(replay.status).toBe(429);
+    expect(replay.headers.get('idempotent-replayed')).toBeNull();
+  });
+
   it('leaves the admin API unlimited', async () => {
     for (let i = 0; i < 4; i++) {
       const res = await fetch(`${server.url}/admin/v1/organizations`, {

@@ -149,3 +149,68 @@ describe('POST /v1/users/replace-id', () => {
     expect(junk.response.status).toBe(400);
   });
 });
+
+describe('GET /v1/users/{user_id}', () => {
+  it('returns the profile by external id and by alias, with the fields of the MCP user resource', async () => {
+    await tenant.client.usersUpsert({
+      body: { user_id: 'get-1', email: 'g@example.com', properties: { plan: 'pro' }, origin: { form: 'signup' } },
+    });
+    await tenant.client.usersCreateAlias({ body: { user_id: 'get-1', alias_id: 'get-1-crm' } });
+    await tenant.client.eventsTrack({ body: { event_name: 'open', user_id: 'get-1-crm' } });
+    const row = await user('get-1');
+    const byId = await tenant.client.usersGet({ path: { user_id: 'get-1' } });
+    expect(byId.response.status).toBe(200);
+    expect(byId.data).toEqual({
+      id: row.id,
+      external_id: 'get-1',
+      email: 'g@example.com',
+      phone: null,
+      properties: { plan: 'pro' },
+      origin: { form: 'signup' },
+      created_at: row.created_at.toISOString(),
+      last_active: row.last_active.toISOString(),
+      event_count: 1,
+    });
+    const byAlias = await tenant.client.usersGet({ path: { user_id: 'get-1-crm' } });
+    expect(byAlias.data).toEqual(byId.data);
+    const mcp = await fetch(`${server.url}/mcp/users/get-1?app_id=${tenant.app.id}`, {
+      headers: { 'x-mcp-api-key': tenant.mcpKey },
+    });
+    expect(await mcp.json()).toEqual(byId.data);
+  });
+
+  it("answers 404 for an unknown user and for another app's user, and 401 without a key", async () => {
+    const unknown = await tenant.client.usersGet({ path: { user_id: 'nobody-here' } });
+    expect(unknown.response.status).toBe(404);
+    expect(unknown.error).toMatchObject({ success: false, code: 'NOT_FOUND' });
+    const other = await server.createTenant();
+    await other.client.usersUpsert({ body: { user_id: 'theirs', email: 'secret@example.com' } });
+    const foreign = await tenant.client.usersGet({ path: { user_id: 'theirs' } });
+    expect(foreign.response.status).toBe(404);
+    expect(JSON.stringify(foreign.error)).not.toContain('secret@example.com');
+    // even with an organization-wide key of another organization
+    const wide = await server.createTenant({ orgWide: true });
+    expect((await wide.client.usersGet({ path: { user_id: 'theirs' } })).response.status).toBe(404);
+    expect((await other.client.usersGet({ path: { user_id: 'theirs' } })).data?.email).toBe('secret@example.com');
+    const anonymous = await server.clientFor().usersGet({ path: { user_id: 'theirs' } });
+    expect(anonymous.response.status).toBe(401);
+    expect(anonymous.error).toMatchObject({ code: 'MISSING_AUTH' });
+  });
+
+  it('refuses hostile ids with 400 or finds nothing, never 500', async () => {
+    await tenant.client.usersUpsert({ body: { user_id: 'victim' } });
+    const get = (raw: string) =>
+      fetch(`${server.url}/v1/users/${raw}`, { headers: { authorization: `Bearer ${tenant.apiKey}` } });
+    const long = await get('x'.repeat(256));
+    expect(long.status).toBe(400);
+    expect((await long.json()).details.errors[0].path).toBe('/path/user_id');
+    const nul = await get('victim%00');
+    expect(nul.status).toBe(400);
+    expect(await nul.json()).toMatchObject({ code: 'INVALID_REQUEST' });
+    for (const raw of ["victim'%20or%20'1'='1", '%25', 'victim%2F..', encodeURIComponent('ünïcødé ☃'), '*']) {
+      const answer = await get(raw);
+      expect(answer.status).toBe(404);
+      expect(await answer.json()).toMatchObject({ success: false, code: 'NOT_FOUND' });
+    }
+  });
+});

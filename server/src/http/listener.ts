@@ -4,6 +4,7 @@
 // its default (30 s) a client sending one header byte a second would hold its connection for up
 // to 40 s instead of 10.
 import http, { type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 
 /** A request's headers must arrive within this. */
@@ -40,6 +41,7 @@ export function listen(app: RequestListener, port: number, host: string): Promis
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
   });
+  server.on('clientError', answerUnreadable);
   const listener = track(server);
   server.on('request', app);
   return new Promise<Listener>((resolve, reject) => {
@@ -49,6 +51,33 @@ export function listen(app: RequestListener, port: number, host: string): Promis
       resolve(listener);
     });
   });
+}
+
+/** Node's own answers to what it cannot read, kept for the errors that are not about the request's bytes. */
+const RAW_ANSWERS: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: 'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n',
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 'HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\n\r\n',
+  ERR_HTTP_REQUEST_TIMEOUT: 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n',
+};
+
+const UNREADABLE = JSON.stringify({
+  success: false,
+  error: 'Bad Request',
+  code: 'INVALID_REQUEST',
+  message:
+    'The request could not be read as HTTP: its request line or a header holds a character HTTP does not allow (a NUL byte or another control character), or it is malformed otherwise.',
+});
+const UNREADABLE_ANSWER = `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(UNREADABLE)}\r\nConnection: close\r\n\r\n${UNREADABLE}`;
+
+/**
+ * A request Node's parser refuses (a NUL byte in a header value, a malformed request line) is
+ * answered in the error envelope, as every other refusal is, instead of Node's bare 400; timeouts
+ * and oversized headers keep Node's answers. Nothing is written once a response has started.
+ */
+function answerUnreadable(err: NodeJS.ErrnoException, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent) socket.write(RAW_ANSWERS[err.code ?? ''] ?? UNREADABLE_ANSWER);
+  socket.destroy(err);
 }
 
 function track(server: Server): Listener {

@@ -4,6 +4,7 @@ import type { Clock } from '../context.js';
 import { type CampaignEngine, runDueCampaigns } from '../engagement/campaign-runs.js';
 import { runTriggers } from '../engagement/campaign-trigger-runs.js';
 import { sweepPending } from '../engagement/push/sweeper.js';
+import { purgeExpiredKeys } from '../idempotency/idempotency.js';
 import { enforceRetention } from '../privacy/retention.js';
 import type { Database } from '../storage/db.js';
 import { DEDUP_WINDOW_DAYS, purgeDedupRowsBefore, refreshSandboxStatistics } from '../storage/events.js';
@@ -15,6 +16,7 @@ export const REFRESH_SANDBOX_STATISTICS = 'refresh-sandbox-statistics';
 export const CAMPAIGN_TICK = 'campaign-tick';
 export const CAMPAIGN_TRIGGERS = 'campaign-triggers';
 export const PUSH_SWEEP = 'push-sweep';
+export const PURGE_IDEMPOTENCY_KEYS = 'purge-idempotency-keys';
 
 export const ENFORCE_RETENTION = 'enforce-retention';
 
@@ -73,6 +75,22 @@ export function jobDefinitions(
         }
       },
     },
+    ...purgeJobs(database, clock),
+    {
+      // The embedded database runs no autovacuum: keep the sandbox's cost check informed.
+      name: REFRESH_SANDBOX_STATISTICS,
+      cron: '*/10 * * * *',
+      when: (db) => db.kind === 'pglite',
+      async run() {
+        await refreshSandboxStatistics(database.knex);
+      },
+    },
+  ];
+}
+
+/** Rows kept for a window only (insert_id dedup rows, idempotency keys), deleted once it has passed. */
+function purgeJobs(database: Database, clock: Clock): JobDefinition[] {
+  return [
     {
       // insert_id repeats are only recognised for 7 days; older dedup rows serve nothing.
       name: PURGE_EVENT_DEDUP,
@@ -85,12 +103,13 @@ export function jobDefinitions(
       },
     },
     {
-      // The embedded database runs no autovacuum: keep the sandbox's cost check informed.
-      name: REFRESH_SANDBOX_STATISTICS,
-      cron: '*/10 * * * *',
-      when: (db) => db.kind === 'pglite',
+      // Idempotency keys are remembered for 24 hours; their stored answers (which may quote users)
+      // go within the hour after.
+      name: PURGE_IDEMPOTENCY_KEYS,
+      cron: '23 * * * *',
       async run() {
-        await refreshSandboxStatistics(database.knex);
+        const now = clock();
+        for (const appId of await allAppIds(database.knex)) await purgeExpiredKeys(database.knex, appId, now);
       },
     },
   ];

@@ -5,6 +5,7 @@ import type { UserErased } from '@tally/client';
 import { recountAudiences } from '../audiences/audiences.js';
 import type { ServiceContext } from '../context.js';
 import { NotFoundError } from '../errors.js';
+import { forgetAnswersAbout } from '../idempotency/idempotency.js';
 import {
   type Actor,
   type AuditFilter,
@@ -41,7 +42,8 @@ async function findUser(ctx: ServiceContext, appId: string, identifier: string):
 /**
  * Erases the user an identifier names (external id or alias) with everything stored about them,
  * in one transaction: aliases, events (and their dedup rows), visits, push subscriptions and
- * deliveries, the user row, and what the erasure hooks own (queued campaign sends). Event
+ * deliveries, the user row, the answers kept for Idempotency-Key retries that name the user, and
+ * what the erasure hooks own (queued campaign sends). Event
  * dictionary volumes and daily counts lose the user's events; audience counts are recounted.
  */
 export async function eraseUser(
@@ -57,6 +59,9 @@ export async function eraseUser(
       throw new NotFoundError(`No user with id "${identifier}" in this app.`);
     }
     const queued = await ctx.erasureHooks.run(tx, appId, user.id);
+    // Answers kept for Idempotency-Key retries may quote the user: by any of their identifiers.
+    const aliases = (await listAliases(tx, appId, user.id)).map((a) => a.alias_id);
+    await forgetAnswersAbout(tx, appId, [user.id, user.external_id, identifier, ...aliases]);
     await deleteUserDedupRows(tx, appId, user.id);
     const names = await subtractUserEventCounts(tx, appId, user.id);
     const erased: ErasedCounts = {

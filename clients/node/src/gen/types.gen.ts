@@ -4083,11 +4083,10 @@ export type WebsiteUserResult = {
  * - Scope: per API key and per operation. Another API key (even of the same app), or another
  * operation, may use the same value without any effect on this one.
  * - A repeat within the window does nothing again and gets the first answer: the same status and
- * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
- * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
- * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
- * the request and send it again with the same key. A 500 or 503 stores nothing either, and
- * the retry runs the request again.
+ * body, with the header `Idempotent-Replayed: true`. This holds for the operation's own
+ * refusals too (404 for an unknown user, 409, 502 `PROVIDER_ERROR`). Nothing is stored for a
+ * request refused with 400 (fix it and send it again with the same key), 401 or 429 (it did
+ * not run), nor for a 500 or 503: the retry runs the request again.
  * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
  * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
  * `Retry-After: 1`; retry after that second to get the first answer.
@@ -6732,11 +6731,10 @@ export type AudiencesCreateData = {
          * - Scope: per API key and per operation. Another API key (even of the same app), or another
          * operation, may use the same value without any effect on this one.
          * - A repeat within the window does nothing again and gets the first answer: the same status and
-         * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
-         * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
-         * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
-         * the request and send it again with the same key. A 500 or 503 stores nothing either, and
-         * the retry runs the request again.
+         * body, with the header `Idempotent-Replayed: true`. This holds for the operation's own
+         * refusals too (404 for an unknown user, 409, 502 `PROVIDER_ERROR`). Nothing is stored for a
+         * request refused with 400 (fix it and send it again with the same key), 401 or 429 (it did
+         * not run), nor for a 500 or 503: the retry runs the request again.
          * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
          * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
          * `Retry-After: 1`; retry after that second to get the first answer.
@@ -6986,11 +6984,10 @@ export type PushSendData = {
          * - Scope: per API key and per operation. Another API key (even of the same app), or another
          * operation, may use the same value without any effect on this one.
          * - A repeat within the window does nothing again and gets the first answer: the same status and
-         * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
-         * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
-         * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
-         * the request and send it again with the same key. A 500 or 503 stores nothing either, and
-         * the retry runs the request again.
+         * body, with the header `Idempotent-Replayed: true`. This holds for the operation's own
+         * refusals too (404 for an unknown user, 409, 502 `PROVIDER_ERROR`). Nothing is stored for a
+         * request refused with 400 (fix it and send it again with the same key), 401 or 429 (it did
+         * not run), nor for a 500 or 503: the retry runs the request again.
          * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
          * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
          * `Retry-After: 1`; retry after that second to get the first answer.
@@ -7067,11 +7064,10 @@ export type UsersUpsertData = {
          * - Scope: per API key and per operation. Another API key (even of the same app), or another
          * operation, may use the same value without any effect on this one.
          * - A repeat within the window does nothing again and gets the first answer: the same status and
-         * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
-         * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
-         * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
-         * the request and send it again with the same key. A 500 or 503 stores nothing either, and
-         * the retry runs the request again.
+         * body, with the header `Idempotent-Replayed: true`. This holds for the operation's own
+         * refusals too (404 for an unknown user, 409, 502 `PROVIDER_ERROR`). Nothing is stored for a
+         * request refused with 400 (fix it and send it again with the same key), 401 or 429 (it did
+         * not run), nor for a 500 or 503: the retry runs the request again.
          * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
          * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
          * `Retry-After: 1`; retry after that second to get the first answer.
@@ -7140,11 +7136,10 @@ export type UsersCreateAliasData = {
          * - Scope: per API key and per operation. Another API key (even of the same app), or another
          * operation, may use the same value without any effect on this one.
          * - A repeat within the window does nothing again and gets the first answer: the same status and
-         * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
-         * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
-         * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
-         * the request and send it again with the same key. A 500 or 503 stores nothing either, and
-         * the retry runs the request again.
+         * body, with the header `Idempotent-Replayed: true`. This holds for the operation's own
+         * refusals too (404 for an unknown user, 409, 502 `PROVIDER_ERROR`). Nothing is stored for a
+         * request refused with 400 (fix it and send it again with the same key), 401 or 429 (it did
+         * not run), nor for a 500 or 503: the retry runs the request again.
          * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
          * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
          * `Retry-After: 1`; retry after that second to get the first answer.
@@ -7217,11 +7212,10 @@ export type UsersReplaceIdData = {
          * - Scope: per API key and per operation. Another API key (even of the same app), or another
          * operation, may use the same value without any effect on this one.
          * - A repeat within the window does nothing again and gets the first answer: the same status and
-         * body, with the header `Idempotent-Replayed: true`. This holds for error answers the
-         * operation gave (404 for an unknown user, 409, 502 `PROVIDER_ERROR`), not for requests refused
-         * before it ran (an invalid body, a missing key, a rate limit): those store nothing, so fix
-         * the request and send it again with the same key. A 500 or 503 stores nothing either, and
-         * the retry runs the request again.
+         * body, with the header `Idempotent-Replayed: true`. This holds for the operation's own
+         * refusals too (404 for an unknown user, 409, 502 `PROVIDER_ERROR`). Nothing is stored for a
+         * request refused with 400 (fix it and send it again with the same key), 401 or 429 (it did
+         * not run), nor for a 500 or 503: the retry runs the request again.
          * - A repeat with a different body is refused with 409 `IDEMPOTENCY_KEY_REUSED`.
          * - A repeat while the first request is still running is refused with 409 `CONFLICT` and
          * `Retry-After: 1`; retry after that second to get the first answer.

@@ -21,6 +21,7 @@ import * as m020 from './020-mcp-session-policy.js';
 import * as m021 from './021-delivery-retries.js';
 import * as m022 from './022-audit-trail.js';
 import * as m023 from './023-ingest-function.js';
+import * as m025 from './025-idempotency-keys.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001-tenancy': m001,
@@ -43,6 +44,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '020-mcp-session-policy': m020,
   '022-audit-trail': m022,
   '023-ingest-function': m023,
+  '025-idempotency-keys': m025,
 };
 
 const source: Knex.MigrationSource<string> = {
