@@ -49,8 +49,11 @@ describe('a call retried after its answer was lost', () => {
       await configure(tenant.app.id, { provider: 'wonderpush', access_token: WP_TOKEN, base_url: wp.baseUrl });
       proxy = await startDroppingProxy(push.server.url);
       const client = createTallyClient({ baseUrl: proxy.url, apiKey: tenant.apiKey, retry: { baseDelay: 20 } });
-      const { data, error } = await client.pushSend({ body: { user_id: 'push-user', title: 'Hi', message: 'Once' } });
+      const { data, error, response } = await client.pushSend({
+        body: { user_id: 'push-user', title: 'Hi', message: 'Once' },
+      });
       expect(error).toBeUndefined();
+      expect(response.headers.get('Idempotent-Replayed')).toBe('true');
       expect(proxy.forwarded).toHaveLength(2);
       expect(wp.sent).toEqual([{ targetUserIds: ['push-user'] }]);
       const deliveries = await db()('push_deliveries').where({ app_id: tenant.app.id }).pluck('id');
