@@ -32,7 +32,8 @@ describe("@tally/client's README", () => {
 declare global { const tally: TallyClient; const admin: TallyClient; const mcp: TallyClient; }
 export {};\n`,
     );
-    blocks.forEach((block, i) => fs.writeFileSync(path.join(work, `example-${i}.ts`), `${block}\nexport {};\n`));
+    for (const [i, block] of blocks.entries())
+      fs.writeFileSync(path.join(work, `example-${i}.ts`), `${block}\nexport {};\n`);
     const compilerOptions = {
       strict: true,
       noEmit: true,
