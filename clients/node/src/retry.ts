@@ -92,7 +92,7 @@ function retryable(status: number, kind: CallKind, response: Response): boolean 
 }
 
 /** Gives every event without an `insert_id` one, so that a repeated send stores it once. */
-function withInsertIds(text: string, field: string): string {
+export function withInsertIds(text: string, field: string): string {
   let body: unknown;
   try {
     body = JSON.parse(text);
