@@ -144,3 +144,25 @@ describe('the lease of a running key', () => {
     expect((await post('/v1/users', tenant.apiKey, body, 'crash-1')).text).toBe(after.text);
   });
 });
+
+describe('requests that race for one key', () => {
+  it('let exactly one of them run; the others are refused while it runs or get its answer', async () => {
+    const tenant = await server.createTenant();
+    await post('/v1/users', tenant.apiKey, { user_id: 'racer' });
+    const body = { user_id: 'racer', alias_id: 'racer-alias' };
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => post('/v1/users/aliases', tenant.apiKey, body, 'race-1')),
+    );
+    const ran = answers.filter((a) => a.status === 200 && a.headers.get('idempotent-replayed') === null);
+    expect(ran).toHaveLength(1);
+    for (const answer of answers) {
+      if (answer.status === 200) expect(answer.text).toBe(ran[0]!.text);
+      else {
+        expect(answer.status).toBe(409);
+        expect(answer.json).toMatchObject({ code: 'CONFLICT', details: { reason: 'idempotency_key_in_use' } });
+        expect(answer.headers.get('retry-after')).toBe('1');
+      }
+    }
+    expect(await keys().where({ app_id: tenant.app.id, key: 'race-1' })).toHaveLength(1);
+  });
+});

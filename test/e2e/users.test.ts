@@ -161,6 +161,7 @@ describe('GET /v1/users/{user_id}', () => {
     const byId = await tenant.client.usersGet({ path: { user_id: 'get-1' } });
     expect(byId.response.status).toBe(200);
     expect(byId.data).toEqual({
+      success: true,
       id: row.id,
       external_id: 'get-1',
       email: 'g@example.com',
@@ -176,7 +177,7 @@ describe('GET /v1/users/{user_id}', () => {
     const mcp = await fetch(`${server.url}/mcp/users/get-1?app_id=${tenant.app.id}`, {
       headers: { 'x-mcp-api-key': tenant.mcpKey },
     });
-    expect(await mcp.json()).toEqual(byId.data);
+    expect({ success: true, ...(await mcp.json()) }).toEqual(byId.data);
   });
 
   it("answers 404 for an unknown user and for another app's user, and 401 without a key", async () => {

@@ -2,7 +2,7 @@
 import type { ServiceContext } from '../context.js';
 import { userProfile } from '../tracking/user-profiles.js';
 import { createAlias, replaceUserId, upsertUser } from '../tracking/users.js';
-import { aliasCreatedView, idReplacedView, userProfileView, userUpsertedView } from '../tracking/views.js';
+import { aliasCreatedView, idReplacedView, userProfileResultView, userUpsertedView } from '../tracking/views.js';
 import { requireApp } from './context.js';
 import type { Handlers } from './operations.js';
 
@@ -19,6 +19,6 @@ export function userHandlers(
     },
     // The key's own app only: a user of another app is not found.
     Users_get: async ({ path }, request) =>
-      userProfileView(await userProfile(ctx, requireApp(request).id, path.user_id)),
+      userProfileResultView(await userProfile(ctx, requireApp(request).id, path.user_id)),
   };
 }

@@ -1,6 +1,6 @@
 // What callers see of tracking, each body built once here and typed with the contract: a recorded
 // event or batch, a user written, aliased or renamed (the REST users API), a user's profile (GET
-// /mcp/resources/users/{id}) and the demo data seeded (the admin API).
+// /mcp/users/{userId}, and GET /v1/users/{user_id} with `success`) and the demo data seeded (the admin API).
 import type {
   AliasCreated,
   BatchAccepted,
@@ -8,6 +8,7 @@ import type {
   EventAccepted,
   IdReplaced,
   UserProfile,
+  UserProfileResult,
   UserUpserted,
 } from '@tally/client';
 import type { IngestResult } from '../storage/event-writer.js';
@@ -67,6 +68,11 @@ export const userProfileView = (user: UserRow): UserProfile => ({
   created_at: user.created_at.toISOString(),
   last_active: user.last_active ? user.last_active.toISOString() : null,
   event_count: Number(user.event_count),
+});
+
+export const userProfileResultView = (user: UserRow): UserProfileResult => ({
+  success: true,
+  ...userProfileView(user),
 });
 
 export const demoSeededView = (seeded: { users: number; events: number }): DemoSeedResult => ({

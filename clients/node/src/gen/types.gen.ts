@@ -3641,6 +3641,56 @@ export type UserProfile = {
 };
 
 /**
+ * A user's profile, as `GET /v1/users/{user_id}` answers it: the MCP user resource's fields, and `success`.
+ */
+export type UserProfileResult = {
+    /**
+     * Always `true` on success.
+     */
+    success: true;
+    /**
+     * Tally's internal id of the user.
+     */
+    id: string;
+    /**
+     * Your identifier of the user (the current `user_id`).
+     */
+    external_id: string;
+    /**
+     * Email address, or `null` when unknown.
+     */
+    email: string | null;
+    /**
+     * Phone number, or `null` when unknown.
+     */
+    phone: string | null;
+    /**
+     * The user's attributes (`{}` when none).
+     */
+    properties: {
+        [key: string]: unknown;
+    };
+    /**
+     * Where the user came from, as sent in `origin`; `null` when never sent.
+     */
+    origin: {
+        [key: string]: unknown;
+    } | null;
+    /**
+     * When the user was first seen.
+     */
+    created_at: string;
+    /**
+     * Time of the user's latest event, or `null` when they have none.
+     */
+    last_active: string | null;
+    /**
+     * Number of events recorded for the user.
+     */
+    event_count: number;
+};
+
+/**
  * A user to create, or to update when one with this `user_id` (or alias) exists.
  */
 export type UserUpsert = {
@@ -7369,7 +7419,7 @@ export type UsersGetResponses = {
     /**
      * The request has succeeded.
      */
-    200: UserProfile;
+    200: UserProfileResult;
 };
 
 export type UsersGetResponse = UsersGetResponses[keyof UsersGetResponses];
