@@ -6,6 +6,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const paths = [
   'generated',
   'clients/node/src/gen',
+  'clients/node/src/contract.gen.ts',
+  'sdk-web/src/gen',
   'server/src/http/operations.gen.ts',
   'server/src/error-codes.gen.ts',
 ];

@@ -1,5 +1,6 @@
 // Rebuilds everything generated from spec/: the OpenAPI documents, the rendered reference,
-// the @tally/client sources, the server's typed operation list and its table of error codes.
+// the @tally/client sources and its run-time tables, the browser SDK's contract types, the
+// server's typed operation list and its table of error codes.
 // Generated files are committed; `npm run check` verifies they are current.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -15,10 +16,12 @@ run(
 );
 run(process.execPath, ['scripts/generate-operations.mjs']);
 run(process.execPath, ['scripts/generate-error-codes.mjs']);
+run(process.execPath, ['scripts/generate-client-tables.mjs']);
 run(process.execPath, [
   `${root}node_modules/@biomejs/biome/bin/biome`,
   'format',
   '--write',
   'server/src/http/operations.gen.ts',
   'server/src/error-codes.gen.ts',
+  'clients/node/src/contract.gen.ts',
 ]);

@@ -1,7 +1,11 @@
-// Builds the browser SDK: dist/service-web.js (minified IIFE, global ServiceWeb, for <script>
-// tags and CDNs) and dist/service-web.mjs (ES module for bundlers). The Tally server builds the
-// same IIFE itself on first request; this file is for hosting the SDK elsewhere.
-// Usage: node sdk-web/build.mjs
+// Builds the browser SDK:
+// - dist/service-web.js: minified IIFE, global ServiceWeb, for <script> tags and CDNs (the Tally
+//   server builds the same IIFE itself on first request; this file is for hosting it elsewhere);
+// - dist/service-web.mjs: the same as a minified ES module;
+// - dist/npm/index.js: the ES module of the npm package @tally/web, and with `--package` (run by
+//   `npm pack` through prepack) its type declarations, dist/npm/*.d.ts.
+// Usage: node sdk-web/build.mjs [--package]
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -20,5 +24,12 @@ const common = {
 
 await build({ ...common, format: 'iife', globalName: 'ServiceWeb', outfile: here('./dist/service-web.js') });
 await build({ ...common, format: 'esm', outfile: here('./dist/service-web.mjs') });
+await build({ ...common, minify: false, format: 'esm', sourcemap: true, outfile: here('./dist/npm/index.js') });
+if (process.argv.includes('--package')) {
+  const tsc = fileURLToPath(import.meta.resolve('typescript/bin/tsc'));
+  execFileSync(process.execPath, [tsc, '-p', here('./tsconfig.package.json')], { stdio: 'inherit' });
+}
 const iife = readFileSync(here('./dist/service-web.js'));
-console.log(`dist/service-web.js ${iife.length} bytes, ${gzipSync(iife).length} gzipped; dist/service-web.mjs built`);
+console.log(
+  `dist/service-web.js ${iife.length} bytes, ${gzipSync(iife).length} gzipped; dist/service-web.mjs and dist/npm built`,
+);

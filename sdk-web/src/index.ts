@@ -2,6 +2,14 @@
 // from forms, identifying a visitor after login, Web Push subscriptions, opt-out. Every public
 // member swallows its own errors: the host page never sees an exception from here.
 import { type FormFields, type FormOptions, registerForm as hookForm, listen } from './forms.js';
+import type {
+  IdentifyRequest,
+  PushSubscriptionRequest,
+  VisitRequest,
+  WebsiteConfig,
+  WebsiteEventRequest,
+  WebsiteUserRequest,
+} from './gen/types.gen.js';
 import { Queue } from './queue.js';
 import { load, remove, save } from './storage.js';
 import { advancedSignals, basicSignals, watchPages } from './tracker.js';
@@ -25,22 +33,25 @@ export interface InitOptions {
   respectGpc?: boolean;
 }
 
-interface WebsiteConfig {
-  bot_detection?: { enabled?: boolean; advanced_allowed?: boolean };
-  push?: { webpush_public_key?: string | null };
-}
+export type { FormOptions } from './forms.js';
+// Request bodies are the contract's types (./gen, generated from Tally's OpenAPI document).
+export type {
+  ErrorResponse,
+  IdentifyRequest,
+  PushSubscriptionRequest,
+  VisitRequest,
+  WebsiteConfig,
+  WebsiteEventRequest,
+  WebsiteUserRequest,
+} from './gen/types.gen.js';
 
-export interface UserPayload {
-  appId?: string;
-  websiteUrl?: string;
-  email: string;
-  firstName?: string;
-  lastName?: string;
-  name?: string;
-  externalId?: string;
-  /** The user hash of the user's key (externalId, else the lower-cased email); see setUserId. */
-  userHash?: string;
-}
+/**
+ * A user for sendUser: the body of `POST /v1/website/users`, whose `appId` and `websiteUrl` default
+ * to init's appId and this page's origin. `userHash` proves the user's key (externalId, else the
+ * lower-cased email); see setUserId.
+ */
+export type UserPayload = Omit<WebsiteUserRequest, 'appId' | 'websiteUrl'> &
+  Partial<Pick<WebsiteUserRequest, 'appId' | 'websiteUrl'>>;
 
 // Replaced by the server with its public address when it serves this script.
 const EMBEDDED_BASE = '__TALLY_API_BASE__';
@@ -126,29 +137,30 @@ function signed(): { user_hash?: string } {
 /** Page addresses Tally accepts: http(s) URLs; anything else (an app's referrer) is left out. */
 const webUrl = (url: string) => (/^https?:/i.test(url) ? url : '');
 
-function event(name: string, properties?: Record<string, unknown>): Promise<Reply | null> {
+function event(appId: string, name: string, properties?: Record<string, unknown>): Promise<Reply | null> {
   return post('/v1/website/events', {
-    app_id: o.appId,
+    app_id: appId,
     visitor_id: userId(),
     event_name: name,
     properties: properties ?? {},
     url: location.href,
     timestamp: new Date().toISOString(),
     ...signed(),
-  });
+  } satisfies WebsiteEventRequest);
 }
 
 async function pageView(url: string, referrer: string): Promise<void> {
-  if (!o.appId || blocked()) return;
+  const appId = o.appId;
+  if (!appId || blocked()) return;
   const timestamp = new Date().toISOString();
   const cfg = await loadConfig();
   const path = location.pathname;
   if (cfg?.bot_detection?.enabled === false) {
-    await event('page_view', { path, title: document.title, referrer });
+    await event(appId, 'page_view', { path, title: document.title, referrer });
     return;
   }
   await post(o.visitsEndpoint ?? '/v1/website/visits', {
-    app_id: o.appId,
+    app_id: appId,
     visitor_id: userId(),
     visit_url: url,
     path,
@@ -159,7 +171,7 @@ async function pageView(url: string, referrer: string): Promise<void> {
     signals: basicSignals(),
     ...(cfg?.bot_detection?.advanced_allowed ? { advanced_signals: advancedSignals() } : {}),
     ...signed(),
-  });
+  } satisfies VisitRequest);
 }
 
 function onForm(form: HTMLFormElement, fields: FormFields | null, options: FormOptions): void {
@@ -176,7 +188,7 @@ function onForm(form: HTMLFormElement, fields: FormFields | null, options: FormO
       url: location.href,
       timestamp: new Date().toISOString(),
       ...signed(),
-    },
+    } satisfies WebsiteEventRequest,
     options.apiBase,
   );
 }
@@ -214,9 +226,14 @@ export async function sendUser(options: FormOptions = {}, payload: UserPayload):
         .trim()
         .toLowerCase();
     const userHash = payload.userHash ?? (key === load(o.userIdStorageKey) ? signed().user_hash : undefined);
-    const body = {
+    const appId = payload.appId ?? options.appId ?? o.appId;
+    if (!appId) {
+      log('sendUser without an appId');
+      return null;
+    }
+    const body: WebsiteUserRequest = {
       ...payload,
-      appId: payload.appId ?? options.appId ?? o.appId,
+      appId,
       websiteUrl: payload.websiteUrl ?? options.websiteUrl ?? location.origin,
       ...(userHash ? { userHash } : {}),
     };
@@ -240,7 +257,7 @@ export function registerForm(form: HTMLFormElement, options: FormOptions = {}): 
 
 export function trackEvent(name: string, properties?: Record<string, unknown>): void {
   try {
-    if (o.appId) void event(name, properties);
+    if (o.appId) void event(o.appId, name, properties);
     else log('trackEvent before init({appId})');
   } catch (err) {
     log(err);
@@ -268,7 +285,7 @@ export function setUserId(id: string, options?: { userHash?: string }): void {
         visitor_id: previous,
         user_id: String(id),
         ...(userHash ? { user_hash: userHash } : {}),
-      });
+      } satisfies IdentifyRequest);
     }
   } catch (err) {
     log(err);
@@ -296,7 +313,8 @@ function keyBytes(base64url: string): Uint8Array<ArrayBuffer> {
  */
 export async function subscribePush(registration?: ServiceWorkerRegistration): Promise<string | null> {
   try {
-    if (!o.appId || blocked()) return null;
+    const appId = o.appId;
+    if (!appId || blocked()) return null;
     const key = (await loadConfig())?.push?.webpush_public_key;
     if (!key) {
       log('Web Push is not configured for this app');
@@ -310,12 +328,15 @@ export async function subscribePush(registration?: ServiceWorkerRegistration): P
     const sub =
       (await reg.pushManager.getSubscription()) ??
       (await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(key) }));
-    const reply = await send(`${base()}/v1/website/push-subscriptions`, {
-      app_id: o.appId,
+    const { endpoint, expirationTime, keys } = sub.toJSON();
+    if (!endpoint || !keys?.p256dh || !keys.auth) return null;
+    const body: PushSubscriptionRequest = {
+      app_id: appId,
       visitor_id: userId(),
-      subscription: sub.toJSON(),
+      subscription: { endpoint, expirationTime, keys: { p256dh: keys.p256dh, auth: keys.auth } },
       ...signed(),
-    });
+    };
+    const reply = await send(`${base()}/v1/website/push-subscriptions`, body);
     log('push subscription', reply.status, reply.body);
     return reply.ok ? ((reply.body as { subscription_id?: string }).subscription_id ?? null) : null;
   } catch (err) {
