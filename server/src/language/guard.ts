@@ -47,6 +47,8 @@ const PEOPLE = new Set([
   'clients',
   'ppl',
 ]);
+/** Words that ask for an amount of money; "how many" with none of them asks for a count. */
+const MONEY = new Set(['revenue', 'rev', 'spend', 'spent', 'spending', 'sales', 'money', 'income', 'much', 'value']);
 const NEGATIVE_OPS = new Set(['neq', 'not_in', 'not_contains', 'not_exists']);
 
 /** What the engine read, as facts the guard checks words against. */
@@ -56,6 +58,8 @@ interface Facts {
   /** A figure per user reduced to one number (max, average... of users' totals). */
   perUserAggregate: boolean;
   grouped: boolean;
+  /** The answer is an amount (a sum, average or extreme of a property), not a count. */
+  amount: boolean;
   both: boolean;
   periods: Period[];
   events: string[];
@@ -64,7 +68,7 @@ interface Facts {
 /** A word the reading has no place for, and why it matters. */
 interface Unplaced {
   word: string;
-  kind: 'negation' | 'sequence' | 'per_user' | 'each' | 'both' | 'period';
+  kind: 'negation' | 'sequence' | 'per_user' | 'each' | 'both' | 'period' | 'count';
 }
 
 /** Refuses (NotUnderstood) when a meaning-changing word of the text does not show in `read`. */
@@ -114,12 +118,22 @@ function unplaced(reading: Reading, facts: Facts, kind: 'question' | 'criteria')
     }
   }
   if (negations > facts.negations) return { word: firstNegation, kind: 'negation' };
+  if (kind === 'question' && facts.amount && asksCount(tokens)) return { word: 'how many', kind: 'count' };
   for (const m of reading.mentions) {
     if (m.kind !== 'period') continue;
     const parts = m.parts ?? [m.period];
     if (!parts.every((p) => facts.periods.some((q) => samePlace(p, q)))) return { word: m.raw, kind: 'period' };
   }
   return null;
+}
+
+/** "how many" (or "number of") and no word of money: the text asks for a count, not an amount. */
+function asksCount(tokens: Token[]): boolean {
+  const words = tokens.map(word);
+  const count = words.some(
+    (w, i) => (w === 'how' && words[i + 1] === 'many') || (w === 'number' && words[i + 1] === 'of'),
+  );
+  return count && !words.some((w) => MONEY.has(w) || w === '$') && !tokens.some((t) => t.kind === 'money');
 }
 
 const same = (a: unknown, b: unknown) => a !== undefined && JSON.stringify(a) === JSON.stringify(b);
@@ -141,6 +155,7 @@ function baseFacts(read: unknown): Facts {
     perUser: false,
     perUserAggregate: false,
     grouped: false,
+    amount: false,
     both: false,
     periods: [],
     events: [],
@@ -160,6 +175,7 @@ function queryFacts(q: Query): Facts {
   const facts = baseFacts(q);
   const m = q.measure;
   facts.perUserAggregate = m.kind === 'per_user';
+  facts.amount = m.kind === 'aggregate' || (m.kind === 'per_user' && m.of === 'sum');
   facts.perUser =
     facts.perUserAggregate ||
     q.groupBy?.kind === 'user' ||
@@ -186,6 +202,8 @@ function teach(missing: Unplaced, reading: Reading): string {
       return `Tally could not tell what "each" splits the answer by: name it, for example "by country" or "by day".`;
     case 'both':
       return `Tally could not tell which two things "both" joins: it would otherwise count users who did either one.`;
+    case 'count':
+      return `"${w}" asks for a count, and Tally read an amount of money instead; say which count, for example the number of events or their average per user.`;
     case 'period': {
       const all = reading.mentions.filter((m) => m.kind === 'period').map((m) => `"${m.raw}"`);
       return `This names ${all.length > 1 ? `${all.length} periods (${all.join(', ')})` : `the period ${all[0]}`} and Tally could not place ${w === all[0] ? 'it' : `"${w}"`} in the answer; ask about one period at a time, or compare them with "vs".`;
@@ -225,6 +243,8 @@ function rephrase(missing: Unplaced, reading: Reading, facts: Facts, kind: 'ques
         `how many users did ${a} but not ${b}${p}`,
         `how many users did ${a}${p}`,
       ];
+    case 'count':
+      return [`how many ${a} events${p}`, `${a} per user${p}`, `average number of ${a} per user${p}`];
     case 'per_user':
       return [`average revenue per user${p}`, `top 5 users by number of ${a}${p}`, `${a} per user${p}`];
     case 'each':

@@ -10,6 +10,7 @@ import { guardMeaning } from './guard.js';
 import { type Lexicon, nameWords } from './lexicon.js';
 import { read } from './mentions.js';
 import { NotUnderstood } from './not-understood.js';
+import { applyTimeParts, readTimeParts } from './time-parts.js';
 
 export type { Condition, Query, Segment } from './ast.js';
 export { describeCondition, describeQuery, describeUsers } from './describe.js';
@@ -39,10 +40,12 @@ export interface Understood<T> {
 
 /** Reads an analytics question; throws NotUnderstood. */
 export function understandQuestion(text: string, lexicon: Lexicon, clock: Clock): Understood<Query> {
-  const reading = read(text, lexicon, clock.today, clock.now);
+  // hours and weekdays ("on weekends", "by hour of day") first, then the rest as usual
+  const timed = readTimeParts(text);
+  const reading = read(timed?.text ?? text, lexicon, clock.today, clock.now);
   const ast = parseQuestion(reading, lexicon);
   guardMeaning(reading, ast, 'question');
-  return { ast, corrections: reading.corrections };
+  return { ast: timed ? applyTimeParts(ast, timed.parts) : ast, corrections: reading.corrections };
 }
 
 /**
@@ -61,6 +64,12 @@ export function checkMeaning(
 
 /** Reads audience criteria; throws NotUnderstood. */
 export function understandCriteria(text: string, lexicon: Lexicon, clock: Clock): Understood<Condition> {
+  const timed = readTimeParts(text);
+  if (timed)
+    throw new NotUnderstood(
+      `Audience criteria do not take hours or days of the week yet (${timed.parts.phrases.map((p) => `"${p.trim()}"`).join(', ')}): use a period such as "in the last 7 days".`,
+      timed.parts.phrases.map((p) => p.trim()),
+    );
   const reading = read(text, lexicon, clock.today, clock.now);
   const ast = parseCriteria(reading, lexicon);
   guardMeaning(reading, ast, 'criteria');

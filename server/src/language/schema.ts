@@ -305,6 +305,8 @@ function dimension(d: {
     return { kind: d.kind, key: d.key };
   }
   if (d.kind === 'time') return { kind: 'time', unit: d.unit ?? 'day' };
+  if (d.kind === 'time_part')
+    throw new NotUnderstood('Breakdowns by hour of day or weekday come from the built-in engine only.');
   return { kind: d.kind };
 }
 
