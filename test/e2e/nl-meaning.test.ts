@@ -51,6 +51,10 @@ const PAIRS: [string, string, string][] = [
   ['second period', 'how many users purchased in February and in March', 'how many users purchased in February'],
   ['second period', 'users who purchased in february and in march', 'users who purchased in february'],
   ['second period', 'purchases this week vs last week', 'purchases this week'],
+  ['weekdays', 'purchases on Fridays in March', 'purchases in March'],
+  ['weekdays', 'purchases on Fridays', 'purchases on Friday'],
+  ['hours', 'sessions before 10am last week', 'sessions last week'],
+  ['how many', 'on average how many orders does a buyer place', 'on average orders does a buyer place'],
 ];
 
 describe('meaning-changing words are placed or refused', () => {
