@@ -83,6 +83,16 @@ export type Condition =
       times?: Bounds;
       total?: Bounds & { key: string };
     }
+  /**
+   * Did `first`, and later `then` (after that event, within `withinHours` of it when given):
+   * "added to cart then purchased", "bought within 7 days of signing up".
+   */
+  | {
+      type: 'sequence';
+      first: Extract<Condition, { type: 'did' }>;
+      then: Extract<Condition, { type: 'did' }>;
+      withinHours?: number;
+    }
   /** No event within the period, and first seen before it started. */
   | { type: 'inactive'; period: Period }
   /** First seen (the earliest event or profile) within the period. */

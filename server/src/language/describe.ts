@@ -102,6 +102,15 @@ export function describeCondition(c: Condition, dc: DescribeContext, nested = fa
       if (c.total) s += ` for a total ${keyName(c.total.key)} of ${bounds(c.total, '').trim()}`;
       return s + period(c.period);
     }
+    case 'sequence': {
+      const h = c.withinHours;
+      const within =
+        h === undefined
+          ? ''
+          : ` within ${h % 24 === 0 ? `${h / 24} day${h === 24 ? '' : 's'}` : `${h} hour${h === 1 ? '' : 's'}`}`;
+      const then = describeCondition(c.then, dc).slice('who did '.length);
+      return `${describeCondition(c.first, dc)}, and then, after it${within}, ${then}`;
+    }
     case 'inactive':
       if (!c.period.to) {
         const since = describePeriod({ ...c.period, label: '' }, dc.today, dc.now).replace(/^ \(from (.*)\)$/, '$1');

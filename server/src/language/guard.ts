@@ -58,6 +58,12 @@ interface Facts {
   /** A figure per user reduced to one number (max, average... of users' totals). */
   perUserAggregate: boolean;
   grouped: boolean;
+  /** A first-seen condition, new users, or a signup-like event was read. */
+  signup: boolean;
+  /** Sequences read ("then" placed). */
+  sequences: number;
+  /** Sets of two or more events read as "either of them". */
+  either: number;
   /** The answer is an amount (a sum, average or extreme of a property), not a count. */
   amount: boolean;
   both: boolean;
@@ -68,7 +74,7 @@ interface Facts {
 /** A word the reading has no place for, and why it matters. */
 interface Unplaced {
   word: string;
-  kind: 'negation' | 'sequence' | 'per_user' | 'each' | 'both' | 'period' | 'count';
+  kind: 'negation' | 'sequence' | 'per_user' | 'each' | 'both' | 'period' | 'count' | 'dropped';
 }
 
 /** Refuses (NotUnderstood) when a meaning-changing word of the text does not show in `read`. */
@@ -98,8 +104,13 @@ function unplaced(reading: Reading, facts: Facts, kind: 'question' | 'criteria')
     if (inPeriod.has(i)) continue;
     const w = word(tokens[i]);
     const next = word(tokens[i + 1]);
-    if (SEQUENCE.has(w)) return { word: tokens[i]!.raw, kind: 'sequence' };
-    if (['went', 'go', 'goes', 'going', 'gone'].includes(w) && next === 'on' && word(tokens[i + 2]) === 'to')
+    if (SEQUENCE.has(w) && facts.sequences === 0) return { word: tokens[i]!.raw, kind: 'sequence' };
+    if (
+      ['went', 'go', 'goes', 'going', 'gone'].includes(w) &&
+      next === 'on' &&
+      word(tokens[i + 2]) === 'to' &&
+      facts.sequences === 0
+    )
       return { word: 'went on to', kind: 'sequence' };
     // "no. of signups" and "no of" are "number of"
     if (NEGATIONS.has(w) && !(w === 'no' && (next === '.' || next === 'of'))) {
@@ -118,6 +129,10 @@ function unplaced(reading: Reading, facts: Facts, kind: 'question' | 'criteria')
     }
   }
   if (negations > facts.negations) return { word: firstNegation, kind: 'negation' };
+  const signedUp = reading.mentions.find((m) => m.kind === 'role' && m.role === 'first_seen');
+  if (signedUp && !facts.signup) return { word: signedUp.raw, kind: 'dropped' };
+  if (facts.either > 0 && eventMentions(reading) >= 2 && !tokens.some((t) => EITHER.has(word(t))))
+    return { word: 'and', kind: 'both' };
   if (kind === 'question' && facts.amount && asksCount(tokens)) return { word: 'how many', kind: 'count' };
   for (const m of reading.mentions) {
     if (m.kind !== 'period') continue;
@@ -126,6 +141,14 @@ function unplaced(reading: Reading, facts: Facts, kind: 'question' | 'criteria')
   }
   return null;
 }
+
+/** Words that join events as "either": without one, two events named are two conditions. */
+const EITHER = new Set(['or', 'either', 'any', ',', '/', 'nor']);
+
+/** Mentions that name events of the app. */
+const eventMentions = (reading: Reading) =>
+  reading.mentions.filter((m) => m.kind === 'target' && m.targets.some((t) => t.kind === 'event' || t.kind === 'agent'))
+    .length;
 
 /** "how many" (or "number of") and no word of money: the text asks for a count, not an amount. */
 function asksCount(tokens: Token[]): boolean {
@@ -156,6 +179,9 @@ function baseFacts(read: unknown): Facts {
     perUserAggregate: false,
     grouped: false,
     amount: false,
+    signup: false,
+    sequences: 0,
+    either: 0,
     both: false,
     periods: [],
     events: [],
@@ -164,6 +190,11 @@ function baseFacts(read: unknown): Facts {
     if (o.type === 'not' || o.type === 'inactive') facts.negations++;
     if (typeof o.op === 'string' && NEGATIVE_OPS.has(o.op)) facts.negations++;
     if (o.type === 'and' && Array.isArray(o.of) && o.of.length >= 2) facts.both = true;
+    if (o.type === 'sequence') facts.sequences++;
+    if (o.type === 'first_seen' || o.kind === 'new_users') facts.signup = true;
+    if (Array.isArray(o.events) && o.events.some((e) => typeof e === 'string' && /sign|regist|join/i.test(e)))
+      facts.signup = true;
+    if (Array.isArray(o.events) && o.events.length >= 2) facts.either++;
     if (typeof o.label === 'string' && ('from' in o || 'to' in o)) facts.periods.push(o as unknown as Period);
     if (Array.isArray(o.events))
       for (const e of o.events) if (typeof e === 'string' && !facts.events.includes(e)) facts.events.push(e);
@@ -202,6 +233,8 @@ function teach(missing: Unplaced, reading: Reading): string {
       return `Tally could not tell what "each" splits the answer by: name it, for example "by country" or "by day".`;
     case 'both':
       return `Tally could not tell which two things "both" joins: it would otherwise count users who did either one.`;
+    case 'dropped':
+      return `Tally could not place "${w}" in what it would compute, and answering without it would count other users.`;
     case 'count':
       return `"${w}" asks for a count, and Tally read an amount of money instead; say which count, for example the number of events or their average per user.`;
     case 'period': {
@@ -243,6 +276,8 @@ function rephrase(missing: Unplaced, reading: Reading, facts: Facts, kind: 'ques
         `how many users did ${a} but not ${b}${p}`,
         `how many users did ${a}${p}`,
       ];
+    case 'dropped':
+      return [`how many users signed up${p}`, `how many users did ${a}${q}`, `new users${p}`];
     case 'count':
       return [`how many ${a} events${p}`, `${a} per user${p}`, `average number of ${a} per user${p}`];
     case 'per_user':

@@ -10,6 +10,7 @@ import { guardMeaning } from './guard.js';
 import { type Lexicon, nameWords } from './lexicon.js';
 import { read } from './mentions.js';
 import { NotUnderstood } from './not-understood.js';
+import { applySequence, readSequence } from './sequence.js';
 import { applyTimeParts, readTimeParts } from './time-parts.js';
 
 export type { Condition, Query, Segment } from './ast.js';
@@ -38,12 +39,19 @@ export interface Understood<T> {
   corrections: [string, string][];
 }
 
+/** The app's signup event, for sequences that start with signing up. */
+const signupEvent = (lexicon: Lexicon) =>
+  lexicon.events.find((e) => /^(sign_?up|signed_?up|user_?signed_?up|registration|registered)$/i.test(e.name))?.name;
+
 /** Reads an analytics question; throws NotUnderstood. */
 export function understandQuestion(text: string, lexicon: Lexicon, clock: Clock): Understood<Query> {
   // hours and weekdays ("on weekends", "by hour of day") first, then the rest as usual
   const timed = readTimeParts(text);
-  const reading = read(timed?.text ?? text, lexicon, clock.today, clock.now);
-  const ast = parseQuestion(reading, lexicon);
+  // an order of events ("then", "went on to", "within 7 days of signing up") is read as "and", then placed
+  const ordered = readSequence(timed?.text ?? text, signupEvent(lexicon));
+  const reading = read(ordered?.text ?? timed?.text ?? text, lexicon, clock.today, clock.now);
+  const parsed = parseQuestion(reading, lexicon);
+  const ast = ordered ? applySequence(parsed, ordered.seq) : parsed;
   guardMeaning(reading, ast, 'question');
   return { ast: timed ? applyTimeParts(ast, timed.parts) : ast, corrections: reading.corrections };
 }
@@ -70,8 +78,10 @@ export function understandCriteria(text: string, lexicon: Lexicon, clock: Clock)
       `Audience criteria do not take hours or days of the week yet (${timed.parts.phrases.map((p) => `"${p.trim()}"`).join(', ')}): use a period such as "in the last 7 days".`,
       timed.parts.phrases.map((p) => p.trim()),
     );
-  const reading = read(text, lexicon, clock.today, clock.now);
-  const ast = parseCriteria(reading, lexicon);
+  const ordered = readSequence(text, signupEvent(lexicon));
+  const reading = read(ordered?.text ?? text, lexicon, clock.today, clock.now);
+  const parsed = parseCriteria(reading, lexicon);
+  const ast = ordered ? applySequence(parsed, ordered.seq) : parsed;
   guardMeaning(reading, ast, 'criteria');
   return { ast, corrections: reading.corrections };
 }

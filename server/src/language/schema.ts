@@ -218,6 +218,8 @@ function condition(c: LlmCondition, depth = 0): Condition {
     case 'user':
       if (!c.filter) throw new NotUnderstood('A user condition needs a filter.');
       return { type: 'user', filter: c.filter as Filter };
+    default:
+      throw new NotUnderstood(`The language model cannot express "${c.type}" conditions.`);
   }
 }
 

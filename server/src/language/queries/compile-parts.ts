@@ -210,6 +210,18 @@ export class Sql {
         if (!from) return 'false';
         return `(${u}.created_at < ${from} and not exists (select 1 from events ${e} where ${e}.user_id = ${u}.user_id${this.period(`${e}.created_at`, c.period)}))`;
       }
+      case 'sequence': {
+        const a = this.next('e');
+        const b = this.next('e');
+        const step = (x: string, d: typeof c.first) =>
+          `${this.events(x, d.events, d.filters)}${this.period(`${x}.created_at`, d.period)}`;
+        const within =
+          c.withinHours !== undefined
+            ? ` and ${b}.created_at <= ${a}.created_at + make_interval(hours => ${this.p(c.withinHours, 'int')})`
+            : '';
+        return `exists (select 1 from events ${a} where ${a}.user_id = ${u}.user_id${step(a, c.first)}
+          and exists (select 1 from events ${b} where ${b}.user_id = ${a}.user_id${step(b, c.then)} and ${b}.created_at > ${a}.created_at${within}))`;
+      }
       case 'did': {
         const e = this.next('e');
         const where = () => `${this.events(e, c.events, c.filters)}${this.period(`${e}.created_at`, c.period)}`;
