@@ -57,7 +57,10 @@ export function readSequence(text: string, signupEvent?: string): { text: string
   if (seq.words.length === 0) return null;
   // a step of a sequence is an event: "signed up" is the app's signup event, not "first seen"
   if (signupEvent)
-    rest = rest.replace(/(?<![\w])(?:signed up|signing up|registered|joined)(?![\w])/gi, `did "${signupEvent}"`);
+    rest = rest.replace(
+      /(?<![\w])(?:signed up|signing up|sign up|registered|joined)(?![\w])/gi,
+      `did "${signupEvent}"`,
+    );
   return { text: rest.replace(/\s+/g, ' ').trim(), seq };
 }
 
