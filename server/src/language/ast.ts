@@ -84,13 +84,13 @@ export type Condition =
       total?: Bounds & { key: string };
     }
   /**
-   * Did `first`, and later `then` (after that event, within `withinHours` of it when given):
+   * Did `first`, and later `next` (after that event, within `withinHours` of it when given):
    * "added to cart then purchased", "bought within 7 days of signing up".
    */
   | {
       type: 'sequence';
       first: Extract<Condition, { type: 'did' }>;
-      then: Extract<Condition, { type: 'did' }>;
+      next: Extract<Condition, { type: 'did' }>;
       withinHours?: number;
     }
   /** No event within the period, and first seen before it started. */

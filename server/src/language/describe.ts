@@ -108,7 +108,7 @@ export function describeCondition(c: Condition, dc: DescribeContext, nested = fa
         h === undefined
           ? ''
           : ` within ${h % 24 === 0 ? `${h / 24} day${h === 24 ? '' : 's'}` : `${h} hour${h === 1 ? '' : 's'}`}`;
-      const then = describeCondition(c.then, dc).slice('who did '.length);
+      const then = describeCondition(c.next, dc).slice('who did '.length);
       return `${describeCondition(c.first, dc)}, and then, after it${within}, ${then}`;
     }
     case 'inactive':

@@ -10,6 +10,7 @@ import { guardMeaning } from './guard.js';
 import { type Lexicon, nameWords } from './lexicon.js';
 import { read } from './mentions.js';
 import { NotUnderstood } from './not-understood.js';
+import { applyCompareBefore, checkCompare, dropTrendWords, readCompareBefore } from './compare-before.js';
 import { applySequence, readSequence } from './sequence.js';
 import { applyTimeParts, readTimeParts } from './time-parts.js';
 
@@ -47,12 +48,17 @@ const signupEvent = (lexicon: Lexicon) =>
 export function understandQuestion(text: string, lexicon: Lexicon, clock: Clock): Understood<Query> {
   // hours and weekdays ("on weekends", "by hour of day") first, then the rest as usual
   const timed = readTimeParts(text);
+  // "vs the 14 days before": one period, compared with the one before it
+  const before = readCompareBefore(timed?.text ?? text);
+  const plain = before?.text ?? dropTrendWords(timed?.text ?? text);
   // an order of events ("then", "went on to", "within 7 days of signing up") is read as "and", then placed
-  const ordered = readSequence(timed?.text ?? text, signupEvent(lexicon));
-  const reading = read(ordered?.text ?? timed?.text ?? text, lexicon, clock.today, clock.now);
+  const ordered = readSequence(plain, signupEvent(lexicon));
+  const reading = read(ordered?.text ?? plain, lexicon, clock.today, clock.now);
   const parsed = parseQuestion(reading, lexicon);
-  const ast = ordered ? applySequence(parsed, ordered.seq) : parsed;
+  let ast = ordered ? applySequence(parsed, ordered.seq) : parsed;
   guardMeaning(reading, ast, 'question');
+  if (before) ast = applyCompareBefore(ast, before.words);
+  checkCompare(ast);
   return { ast: timed ? applyTimeParts(ast, timed.parts) : ast, corrections: reading.corrections };
 }
 

@@ -81,7 +81,7 @@ export function applySequence<T extends Query | Condition>(read: T, seq: Sequenc
     const seqc: Condition = {
       type: 'sequence',
       first,
-      then: b,
+      next: b,
       ...(seq.withinHours !== undefined ? { withinHours: seq.withinHours } : {}),
     };
     const others = c.of.filter((x) => x !== a && x !== b);

@@ -220,7 +220,7 @@ export class Sql {
             ? ` and ${b}.created_at <= ${a}.created_at + make_interval(hours => ${this.p(c.withinHours, 'int')})`
             : '';
         return `exists (select 1 from events ${a} where ${a}.user_id = ${u}.user_id${step(a, c.first)}
-          and exists (select 1 from events ${b} where ${b}.user_id = ${a}.user_id${step(b, c.then)} and ${b}.created_at > ${a}.created_at${within}))`;
+          and exists (select 1 from events ${b} where ${b}.user_id = ${a}.user_id${step(b, c.next)} and ${b}.created_at > ${a}.created_at${within}))`;
       }
       case 'did': {
         const e = this.next('e');
