@@ -59,7 +59,7 @@ describe('comparisons with the period before', () => {
       ['2026-06-08', '2026-06-15'],
     ],
   ] as const)('%s', async (question, event, a, b) => {
-    expect(await ask(question)).toEqual([await figure(event, ...a), await figure(event, ...b)]);
+    expect(await ask(question)).toEqual([await figure(event, a[0], a[1]), await figure(event, b[0], b[1])]);
   });
 
   it('reads trend words of a comparison ("did revenue go up", "drop") as the comparison', async () => {

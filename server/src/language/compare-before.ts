@@ -7,7 +7,7 @@
 import type { Anchor, Period, Query } from './ast.js';
 import { NotUnderstood } from './not-understood.js';
 
-const UNIT = String.raw`(?:days?|weeks?|months?|years?|period)`;
+const UNIT = `(?:days?|weeks?|months?|years?|period)`;
 const BEFORE = new RegExp(
   String.raw`\s*,?\s*(?:vs\.?|versus|compare[ds]? (?:to|with)|against|than|over)\s+(?:the\s+|that of the\s+)?` +
     String.raw`(?:(?:previous|prior|preceding)\s+(?:\d+\s+)?${UNIT}|(?:\d+\s+|one\s+)?${UNIT}\s+(?:before|prior)(?:\s+(?:that|it|then))?)(?![\w])`,

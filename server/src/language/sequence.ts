@@ -18,9 +18,9 @@ type Did = Extract<Condition, { type: 'did' }>;
 
 const COUNTS: Record<string, number> = { a: 1, an: 1, one: 1, two: 2, three: 3, four: 4, five: 5, seven: 7, ten: 10 };
 const UNIT_HOURS: Record<string, number> = { hour: 1, day: 24, week: 168 };
-const SIGNUP = String.raw`(?:signing up|sign(?:ing)?[- ]?ups?|their sign[- ]?up|registering|registration|joining)`;
+const SIGNUP = `(?:signing up|sign(?:ing)?[- ]?ups?|their sign[- ]?up|registering|registration|joining)`;
 const WITHIN = String.raw`within (\d+|an?|one|two|three|four|five|seven|ten) (hour|day|week)s?`;
-const PEOPLE = String.raw`(users|people|ppl|customers|accounts|visitors)( who| that)?`;
+const PEOPLE = `(users|people|ppl|customers|accounts|visitors)( who| that)?`;
 
 /** The text with its order words replaced by "and", or null when it has none. */
 export function readSequence(text: string, signupEvent?: string): { text: string; seq: SequenceWords } | null {
