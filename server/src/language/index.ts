@@ -5,12 +5,12 @@
 
 import { parseQuestion } from './analytics.js';
 import type { Condition, Query } from './ast.js';
+import { applyCompareBefore, checkCompare, dropTrendWords, readCompareBefore } from './compare-before.js';
 import { parseCriteria } from './criteria.js';
 import { guardMeaning } from './guard.js';
 import { type Lexicon, nameWords } from './lexicon.js';
 import { read } from './mentions.js';
 import { NotUnderstood } from './not-understood.js';
-import { applyCompareBefore, checkCompare, dropTrendWords, readCompareBefore } from './compare-before.js';
 import { applySequence, readSequence } from './sequence.js';
 import { applyTimeParts, readTimeParts } from './time-parts.js';
 
