@@ -1,101 +1,10 @@
-// The held-out cases of issue 34 (test/fixtures/nl-held-out.json): questions and audience criteria
-// in the words people use, one family of the issue each, written before the engine was changed and
-// never tuned to. Each must be answered with the rows of its hand-written reference SQL or refused:
-// a refusal is allowed, a confident wrong number is not. The score is reported by family.
-import fs from 'node:fs';
+// The first held-out set of issue 34 (test/fixtures/nl-held-out.json, seed 1, UTC): see
+// test/helpers/held-out.ts. Answered exactly or refused, never a confident wrong number.
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { audienceMembers } from '../../server/src/audiences/audiences.js';
-import { type DemoApp, normalise, startDemoApp } from '../helpers/demo-app.js';
+import { heldOutSuite } from '../helpers/held-out.js';
 
-interface Case {
-  family: string;
-  reference_sql?: string | null;
-  expected?: unknown[];
-  refused?: boolean;
-  /** "numbers": compare only the numbers of each row (period labels are the engine's wording). */
-  check?: 'numbers';
-}
-type Question = Case & { question: string };
-type Criteria = Case & { criteria: string };
-const file = path.resolve(import.meta.dirname, '../fixtures/nl-held-out.json');
-const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as {
-  seed: { seed: number; users: number; days: number; end_date: string };
-  clock: string;
-  questions: Question[];
-  criteria: Criteria[];
-};
-
-let demo: DemoApp;
-beforeAll(async () => {
-  demo = await startDemoApp(doc);
-}, 120_000);
-afterAll(() => demo?.close());
-
-/** A row as its values in order, or only its numbers: column names are the engine's wording. */
-const values = (rows: Record<string, unknown>[], only?: 'numbers') =>
-  rows.map((r) => Object.values(r).filter((v) => only !== 'numbers' || typeof v === 'number'));
-
-it('has at least 60 held-out cases over the families, some to refuse', () => {
-  expect(doc.questions.length + doc.criteria.length).toBeGreaterThanOrEqual(60);
-  expect(new Set([...doc.questions, ...doc.criteria].map((c) => c.family)).size).toBeGreaterThanOrEqual(10);
-  expect([...doc.questions, ...doc.criteria].filter((c) => c.refused).length).toBeGreaterThanOrEqual(3);
+heldOutSuite(path.resolve(import.meta.dirname, '../fixtures/nl-held-out.json'), {
+  cases: 60,
+  families: 10,
+  refused: 3,
 });
-
-it('reference SQL still gives the recorded results', async () => {
-  const update = process.env.UPDATE_NL_CASES === '1';
-  for (const c of [...doc.questions, ...doc.criteria].filter((x) => x.reference_sql)) {
-    const rows = await demo.reference(c.reference_sql!);
-    const got = 'criteria' in c ? rows.map((r) => String(r.user_id)) : rows;
-    if (update) c.expected = got;
-    else expect(got, c.reference_sql!).toEqual(c.expected);
-  }
-  if (update) fs.writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
-});
-
-type Outcome = 'right' | 'refused' | 'wrong';
-
-async function answerQuestion(c: Question): Promise<Outcome> {
-  const { data, response } = await demo.client.analyticsQuery({ body: { app_id: demo.appId, query: c.question } });
-  expect(response.status, c.question).toBeLessThan(500);
-  if (response.status === 400) return c.refused ? 'right' : 'refused';
-  if (c.refused) return 'wrong';
-  const got = values(normalise(data!.data), c.check);
-  const want = values(c.expected as Record<string, unknown>[], c.check);
-  return JSON.stringify(got) === JSON.stringify(want) ? 'right' : 'wrong';
-}
-
-async function answerCriteria(c: Criteria): Promise<Outcome> {
-  const { data, response } = await demo.client.audiencesCreate({
-    body: { app_id: demo.appId, name: c.criteria.slice(0, 100), criteria: c.criteria },
-  });
-  expect(response.status, c.criteria).toBeLessThan(500);
-  if (response.status === 400) return c.refused ? 'right' : 'refused';
-  if (c.refused) return 'wrong';
-  const page = await audienceMembers(demo.ctx, demo.appId, data!.audience_id, { limit: 1000, offset: 0 });
-  const ids = page.users.map((u) => u.user_id).sort();
-  return JSON.stringify(ids) === JSON.stringify(c.expected) ? 'right' : 'wrong';
-}
-
-it('answers exactly or refuses: never a confident wrong number', async () => {
-  const score = { right: 0, refused: 0, wrong: [] as string[] };
-  const byFamily = new Map<string, { right: number; of: number }>();
-  const tally = (family: string, text: string, outcome: Outcome) => {
-    const f = byFamily.get(family) ?? { right: 0, of: 0 };
-    f.of++;
-    if (outcome === 'right') f.right++;
-    byFamily.set(family, f);
-    if (process.env.NL_VERBOSE === '1') console.info(`${outcome.padEnd(7)} ${text}`);
-    if (outcome === 'right') score.right++;
-    else if (outcome === 'refused') score.refused++;
-    else score.wrong.push(text);
-  };
-  for (const c of doc.questions) tally(c.family, c.question, await answerQuestion(c));
-  for (const c of doc.criteria) tally(c.family, c.criteria, await answerCriteria(c));
-  const total = doc.questions.length + doc.criteria.length;
-  console.info(
-    `held-out cases of issue 34: ${score.right}/${total} answered exactly, ${score.refused} refused, ${score.wrong.length} wrong\n` +
-      [...byFamily].map(([f, s]) => `  ${f}: ${s.right}/${s.of}`).join('\n'),
-  );
-  expect(score.wrong).toEqual([]);
-}, 120_000);

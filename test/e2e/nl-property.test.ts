@@ -1,5 +1,5 @@
 // A property-style test of the language engine over the families of issue 34 (counts, segments,
-// breakdowns, rankings, distinct users, comparisons, audiences): random periods, segments and
+// breakdowns, rankings, distinct users, comparisons, hours and weekdays, audiences): random periods, segments and
 // event names from the demo vocabulary are put into questions, and each answer must equal what a
 // small SQL writer here gives for the same meaning. That writer knows nothing of the engine's
 // compiler: it spells out the windows as dates (clock 2026-03-31, UTC) and the filters as SQL.
@@ -138,6 +138,46 @@ describe('questions over the families match reference SQL written apart from the
         expect(rows.map((r) => r.value)).toEqual([await count(a), await count(b)]);
       }),
       { ...runs, numRuns: 12 },
+    );
+  });
+
+  it('hours of the day and days of the week as filters, local to the organization (UTC here)', async () => {
+    const clock = (h: number) => (h % 24 === 0 ? 'midnight' : h === 12 ? 'noon' : h < 12 ? `${h}am` : `${h - 12}pm`);
+    const DAYS = ['mondays', 'tuesdays', 'wednesdays', 'thursdays', 'fridays', 'saturdays', 'sundays'];
+    const hours = fc
+      .tuple(fc.integer({ min: 0, max: 23 }), fc.integer({ min: 1, max: 24 }))
+      .filter(([a, b]) => a < b)
+      .map(([a, b]): [string, string] => [`between ${clock(a)} and ${clock(b)}`, `between ${a} and ${b - 1}`]);
+    const days = fc
+      .subarray([1, 2, 3, 4, 5, 6, 7], { minLength: 1, maxLength: 3 })
+      .map((ds): [string, string] => [`on ${ds.map((d) => DAYS[d - 1]).join(' and ')}`, `in (${ds.join(', ')})`]);
+    const part = fc.oneof(
+      hours.map(([w, sql]) => [w, `extract(hour from e.created_at at time zone 'UTC') ${sql}`] as const),
+      days.map(([w, sql]) => [w, `extract(isodow from e.created_at at time zone 'UTC') ${sql}`] as const),
+      fc.constant(['on weekends', `extract(isodow from e.created_at at time zone 'UTC') in (6, 7)`] as const),
+      fc.constant(['on weekdays', `extract(isodow from e.created_at at time zone 'UTC') in (1, 2, 3, 4, 5)`] as const),
+    );
+    await fc.assert(
+      fc.asyncProperty(event, period, part, async ([words, name], p, [phrase, sql]) => {
+        const want = await demo.reference(`select count(*) as value ${BASE}${named(name)}${window(p)} and ${sql}`);
+        expect(await ask(`how many ${words} ${phrase} ${p[0]}`)).toEqual(want);
+      }),
+      runs,
+    );
+  });
+
+  it('breakdowns by hour of the day and by weekday, in their own order', async () => {
+    const hour = `extract(hour from e.created_at at time zone 'UTC')::int`;
+    const dow = `extract(isodow from e.created_at at time zone 'UTC')::int`;
+    await fc.assert(
+      fc.asyncProperty(event, period, fc.boolean(), async ([words, name], p, byHour) => {
+        const key = byHour ? hour : `to_char(e.created_at at time zone 'UTC', 'FMDay')`;
+        const group = byHour ? '1' : `1, ${dow}`;
+        const sql = `select ${key} as k, count(*) as value ${BASE}${named(name)}${window(p)} group by ${group} order by ${byHour ? '1' : dow}`;
+        const q = `${words} by ${byHour ? 'hour of the day' : 'day of the week'} ${p[0]}`;
+        expect(values(await ask(q))).toEqual(values(await demo.reference(sql)));
+      }),
+      runs,
     );
   });
 

@@ -16,6 +16,8 @@ import { openTestDatabase, TEST_ADMIN_TOKEN } from './server.js';
 export interface CaseFile {
   seed: { seed: number; users: number; days: number; end_date: string };
   clock: string;
+  /** The organization's time zone (UTC when absent): the demo data's hours and days follow it. */
+  time_zone?: string;
 }
 
 export interface DemoApp {
@@ -61,7 +63,11 @@ export async function startDemoApp(file: CaseFile, env: Record<string, string> =
     clock,
     writeCredentialsFile: false,
   });
-  const org = await insertOrganization(db.knex, { id: uuidv7(), name: 'NL test org' });
+  const org = await insertOrganization(db.knex, {
+    id: uuidv7(),
+    name: 'NL test org',
+    ...(file.time_zone ? { timezone: file.time_zone } : {}),
+  });
   const app = await insertApp(db.knex, { id: uuidv7(), organization_id: org.id, name: 'Demo shop' });
   const key = await createKey(db.knex, app, { kind: 'rest' });
   const client = createTallyClient({ baseUrl: running.url, apiKey: key.secret });

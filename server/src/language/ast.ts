@@ -46,7 +46,11 @@ export type Scalar = string | number | boolean;
 
 /** A test on one property: of the event (event filters) or of the user (user conditions). */
 export interface Filter {
-  /** Property key; on users also the columns `email`, `phone` and `user_id`. `$revenue` is the money of an event (`revenue`, else `amount`). */
+  /**
+   * Property key; on users also the columns `email`, `phone` and `user_id`. `$revenue` is the
+   * money of an event (`revenue`, else `amount`); on events, `$hour` (0-23) and `$weekday` (1 Monday
+   * to 7 Sunday) are the local hour and day of the week of the event's time.
+   */
   key: string;
   op: Op;
   /** One value (eq, neq, comparisons, contains...), several (in, not_in), two (between, inclusive) or none (exists). */
@@ -78,6 +82,16 @@ export type Condition =
       period?: Period;
       times?: Bounds;
       total?: Bounds & { key: string };
+    }
+  /**
+   * Did `first`, and later `next` (after that event, within `withinHours` of it when given):
+   * "added to cart then purchased", "bought within 7 days of signing up".
+   */
+  | {
+      type: 'sequence';
+      first: Extract<Condition, { type: 'did' }>;
+      next: Extract<Condition, { type: 'did' }>;
+      withinHours?: number;
     }
   /** No event within the period, and first seen before it started. */
   | { type: 'inactive'; period: Period }
@@ -132,7 +146,12 @@ export type Dimension =
   | { kind: 'user_property'; key: string }
   | { kind: 'user' }
   /** One row per bucket with data (for "which day had the most"); series use `bucket`. */
-  | { kind: 'time'; unit: Bucket };
+  | { kind: 'time'; unit: Bucket }
+  /**
+   * The local hour of the day (0-23), the day of the week (Monday first) or weekend against
+   * weekdays (`first` is listed first), in the organization's time zone.
+   */
+  | { kind: 'time_part'; part: 'hour' | 'weekday' | 'day_type'; first?: 'weekend' | 'weekday' };
 
 /** An analytics question. */
 export interface Query {

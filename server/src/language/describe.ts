@@ -29,7 +29,22 @@ const OPS: Record<Filter['op'], string> = {
 
 const keyName = (k: string) => (k === '$revenue' ? 'revenue' : k);
 
+const DAY_NAMES = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
+const clock = (h: number) => `${String(h).padStart(2, '0')}:00`;
+
+/** `$hour` and `$weekday` in words, in the organization's time zone. */
+function describeTimePart(f: Filter): string {
+  const n = f.values.map(Number);
+  const not = f.op === 'not_in' || f.op === 'neq' ? 'not ' : '';
+  if (f.key === '$hour') {
+    const [a = 0, b = a] = n;
+    return `the local time is ${not}between ${clock(a)} and ${clock(b + 1)}`;
+  }
+  return `the local day is ${not}${n.map((d) => DAY_NAMES[d - 1] ?? d).join(' or ')}`;
+}
+
 export function describeFilter(f: Filter): string {
+  if (f.key === '$hour' || f.key === '$weekday') return describeTimePart(f);
   const values =
     f.op === 'between'
       ? `${f.values[0]} and ${f.values[1]}`
@@ -86,6 +101,15 @@ export function describeCondition(c: Condition, dc: DescribeContext, nested = fa
       if (c.times) s += ` ${bounds(c.times, 'times')}`;
       if (c.total) s += ` for a total ${keyName(c.total.key)} of ${bounds(c.total, '').trim()}`;
       return s + period(c.period);
+    }
+    case 'sequence': {
+      const h = c.withinHours;
+      const within =
+        h === undefined
+          ? ''
+          : ` within ${h % 24 === 0 ? `${h / 24} day${h === 24 ? '' : 's'}` : `${h} hour${h === 1 ? '' : 's'}`}`;
+      const then = describeCondition(c.next, dc).slice('who did '.length);
+      return `${describeCondition(c.first, dc)}, and then, after it${within}, ${then}`;
     }
     case 'inactive':
       if (!c.period.to) {
@@ -186,6 +210,12 @@ function dimension(d: Dimension): string {
       return 'user';
     case 'time':
       return d.unit;
+    case 'time_part':
+      return d.part === 'hour'
+        ? "hour of the day (the organization's time zone)"
+        : d.part === 'weekday'
+          ? "day of the week (the organization's time zone)"
+          : `${d.first === 'weekday' ? 'weekdays against the weekend' : 'the weekend against weekdays'} (Monday to Friday, Saturday and Sunday, in the organization's time zone)`;
   }
 }
 
@@ -212,6 +242,7 @@ export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Per
     s += `, by ${dimension(q.groupBy)}`;
     if (q.percent) s += ' as a percentage of the total';
     if (q.limit) s += `, ${q.order === 'asc' ? 'lowest' : 'highest'} ${q.limit === 1 ? 'one' : q.limit} first`;
+    else if (q.groupBy.kind === 'time_part') s += q.groupBy.part === 'day_type' ? '' : ', in order';
     else s += `, ${q.order === 'asc' ? 'lowest' : 'highest'} first`;
   }
   if (q.bucket && q.average) s += `, averaged over every ${q.bucket} (empty ${q.bucket}s count as 0)`;

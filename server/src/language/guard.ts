@@ -47,6 +47,8 @@ const PEOPLE = new Set([
   'clients',
   'ppl',
 ]);
+/** Words that ask for an amount of money; "how many" with none of them asks for a count. */
+const MONEY = new Set(['revenue', 'rev', 'spend', 'spent', 'spending', 'sales', 'money', 'income', 'much', 'value']);
 const NEGATIVE_OPS = new Set(['neq', 'not_in', 'not_contains', 'not_exists']);
 
 /** What the engine read, as facts the guard checks words against. */
@@ -56,6 +58,14 @@ interface Facts {
   /** A figure per user reduced to one number (max, average... of users' totals). */
   perUserAggregate: boolean;
   grouped: boolean;
+  /** A first-seen condition, new users, or a signup-like event was read. */
+  signup: boolean;
+  /** Sequences read ("then" placed). */
+  sequences: number;
+  /** Sets of two or more events read as "either of them". */
+  either: number;
+  /** The answer is an amount (a sum, average or extreme of a property), not a count. */
+  amount: boolean;
   both: boolean;
   periods: Period[];
   events: string[];
@@ -64,7 +74,7 @@ interface Facts {
 /** A word the reading has no place for, and why it matters. */
 interface Unplaced {
   word: string;
-  kind: 'negation' | 'sequence' | 'per_user' | 'each' | 'both' | 'period';
+  kind: 'negation' | 'sequence' | 'per_user' | 'each' | 'both' | 'period' | 'count' | 'dropped';
 }
 
 /** Refuses (NotUnderstood) when a meaning-changing word of the text does not show in `read`. */
@@ -94,8 +104,13 @@ function unplaced(reading: Reading, facts: Facts, kind: 'question' | 'criteria')
     if (inPeriod.has(i)) continue;
     const w = word(tokens[i]);
     const next = word(tokens[i + 1]);
-    if (SEQUENCE.has(w)) return { word: tokens[i]!.raw, kind: 'sequence' };
-    if (['went', 'go', 'goes', 'going', 'gone'].includes(w) && next === 'on' && word(tokens[i + 2]) === 'to')
+    if (SEQUENCE.has(w) && facts.sequences === 0) return { word: tokens[i]!.raw, kind: 'sequence' };
+    if (
+      ['went', 'go', 'goes', 'going', 'gone'].includes(w) &&
+      next === 'on' &&
+      word(tokens[i + 2]) === 'to' &&
+      facts.sequences === 0
+    )
       return { word: 'went on to', kind: 'sequence' };
     // "no. of signups" and "no of" are "number of"
     if (NEGATIONS.has(w) && !(w === 'no' && (next === '.' || next === 'of'))) {
@@ -114,12 +129,34 @@ function unplaced(reading: Reading, facts: Facts, kind: 'question' | 'criteria')
     }
   }
   if (negations > facts.negations) return { word: firstNegation, kind: 'negation' };
+  const signedUp = reading.mentions.find((m) => m.kind === 'role' && m.role === 'first_seen');
+  if (signedUp && !facts.signup) return { word: signedUp.raw, kind: 'dropped' };
+  if (facts.either > 0 && eventMentions(reading) >= 2 && !tokens.some((t) => EITHER.has(word(t))))
+    return { word: 'and', kind: 'both' };
+  if (kind === 'question' && facts.amount && asksCount(tokens)) return { word: 'how many', kind: 'count' };
   for (const m of reading.mentions) {
     if (m.kind !== 'period') continue;
     const parts = m.parts ?? [m.period];
     if (!parts.every((p) => facts.periods.some((q) => samePlace(p, q)))) return { word: m.raw, kind: 'period' };
   }
   return null;
+}
+
+/** Words that join events as "either": without one, two events named are two conditions. */
+const EITHER = new Set(['or', 'either', 'any', ',', '/', 'nor']);
+
+/** Mentions that name events of the app. */
+const eventMentions = (reading: Reading) =>
+  reading.mentions.filter((m) => m.kind === 'target' && m.targets.some((t) => t.kind === 'event' || t.kind === 'agent'))
+    .length;
+
+/** "how many" (or "number of") and no word of money: the text asks for a count, not an amount. */
+function asksCount(tokens: Token[]): boolean {
+  const words = tokens.map(word);
+  const count = words.some(
+    (w, i) => (w === 'how' && words[i + 1] === 'many') || (w === 'number' && words[i + 1] === 'of'),
+  );
+  return count && !words.some((w) => MONEY.has(w) || w === '$') && !tokens.some((t) => t.kind === 'money');
 }
 
 const same = (a: unknown, b: unknown) => a !== undefined && JSON.stringify(a) === JSON.stringify(b);
@@ -141,6 +178,10 @@ function baseFacts(read: unknown): Facts {
     perUser: false,
     perUserAggregate: false,
     grouped: false,
+    amount: false,
+    signup: false,
+    sequences: 0,
+    either: 0,
     both: false,
     periods: [],
     events: [],
@@ -149,6 +190,11 @@ function baseFacts(read: unknown): Facts {
     if (o.type === 'not' || o.type === 'inactive') facts.negations++;
     if (typeof o.op === 'string' && NEGATIVE_OPS.has(o.op)) facts.negations++;
     if (o.type === 'and' && Array.isArray(o.of) && o.of.length >= 2) facts.both = true;
+    if (o.type === 'sequence') facts.sequences++;
+    if (o.type === 'first_seen' || o.kind === 'new_users') facts.signup = true;
+    if (Array.isArray(o.events) && o.events.some((e) => typeof e === 'string' && /sign|regist|join/i.test(e)))
+      facts.signup = true;
+    if (Array.isArray(o.events) && o.events.length >= 2) facts.either++;
     if (typeof o.label === 'string' && ('from' in o || 'to' in o)) facts.periods.push(o as unknown as Period);
     if (Array.isArray(o.events))
       for (const e of o.events) if (typeof e === 'string' && !facts.events.includes(e)) facts.events.push(e);
@@ -160,6 +206,7 @@ function queryFacts(q: Query): Facts {
   const facts = baseFacts(q);
   const m = q.measure;
   facts.perUserAggregate = m.kind === 'per_user';
+  facts.amount = m.kind === 'aggregate' || (m.kind === 'per_user' && m.of === 'sum');
   facts.perUser =
     facts.perUserAggregate ||
     q.groupBy?.kind === 'user' ||
@@ -186,6 +233,10 @@ function teach(missing: Unplaced, reading: Reading): string {
       return `Tally could not tell what "each" splits the answer by: name it, for example "by country" or "by day".`;
     case 'both':
       return `Tally could not tell which two things "both" joins: it would otherwise count users who did either one.`;
+    case 'dropped':
+      return `Tally could not place "${w}" in what it would compute, and answering without it would count other users.`;
+    case 'count':
+      return `"${w}" asks for a count, and Tally read an amount of money instead; say which count, for example the number of events or their average per user.`;
     case 'period': {
       const all = reading.mentions.filter((m) => m.kind === 'period').map((m) => `"${m.raw}"`);
       return `This names ${all.length > 1 ? `${all.length} periods (${all.join(', ')})` : `the period ${all[0]}`} and Tally could not place ${w === all[0] ? 'it' : `"${w}"`} in the answer; ask about one period at a time, or compare them with "vs".`;
@@ -225,6 +276,10 @@ function rephrase(missing: Unplaced, reading: Reading, facts: Facts, kind: 'ques
         `how many users did ${a} but not ${b}${p}`,
         `how many users did ${a}${p}`,
       ];
+    case 'dropped':
+      return [`how many users signed up${p}`, `how many users did ${a}${q}`, `new users${p}`];
+    case 'count':
+      return [`how many ${a} events${p}`, `${a} per user${p}`, `average number of ${a} per user${p}`];
     case 'per_user':
       return [`average revenue per user${p}`, `top 5 users by number of ${a}${p}`, `${a} per user${p}`];
     case 'each':

@@ -5,11 +5,14 @@
 
 import { parseQuestion } from './analytics.js';
 import type { Condition, Query } from './ast.js';
+import { applyCompareBefore, checkCompare, dropTrendWords, readCompareBefore } from './compare-before.js';
 import { parseCriteria } from './criteria.js';
 import { guardMeaning } from './guard.js';
 import { type Lexicon, nameWords } from './lexicon.js';
 import { read } from './mentions.js';
 import { NotUnderstood } from './not-understood.js';
+import { applySequence, readSequence } from './sequence.js';
+import { applyTimeParts, readTimeParts } from './time-parts.js';
 
 export type { Condition, Query, Segment } from './ast.js';
 export { describeCondition, describeQuery, describeUsers } from './describe.js';
@@ -37,12 +40,26 @@ export interface Understood<T> {
   corrections: [string, string][];
 }
 
+/** The app's signup event, for sequences that start with signing up. */
+const signupEvent = (lexicon: Lexicon) =>
+  lexicon.events.find((e) => /^(sign_?up|signed_?up|user_?signed_?up|registration|registered)$/i.test(e.name))?.name;
+
 /** Reads an analytics question; throws NotUnderstood. */
 export function understandQuestion(text: string, lexicon: Lexicon, clock: Clock): Understood<Query> {
-  const reading = read(text, lexicon, clock.today, clock.now);
-  const ast = parseQuestion(reading, lexicon);
+  // hours and weekdays ("on weekends", "by hour of day") first, then the rest as usual
+  const timed = readTimeParts(text);
+  // "vs the 14 days before": one period, compared with the one before it
+  const before = readCompareBefore(timed?.text ?? text);
+  const plain = before?.text ?? dropTrendWords(timed?.text ?? text);
+  // an order of events ("then", "went on to", "within 7 days of signing up") is read as "and", then placed
+  const ordered = readSequence(plain, signupEvent(lexicon));
+  const reading = read(ordered?.text ?? plain, lexicon, clock.today, clock.now);
+  const parsed = parseQuestion(reading, lexicon);
+  let ast = ordered ? applySequence(parsed, ordered.seq) : parsed;
   guardMeaning(reading, ast, 'question');
-  return { ast, corrections: reading.corrections };
+  if (before) ast = applyCompareBefore(ast, before.words);
+  checkCompare(ast);
+  return { ast: timed ? applyTimeParts(ast, timed.parts) : ast, corrections: reading.corrections };
 }
 
 /**
@@ -61,8 +78,16 @@ export function checkMeaning(
 
 /** Reads audience criteria; throws NotUnderstood. */
 export function understandCriteria(text: string, lexicon: Lexicon, clock: Clock): Understood<Condition> {
-  const reading = read(text, lexicon, clock.today, clock.now);
-  const ast = parseCriteria(reading, lexicon);
+  const timed = readTimeParts(text);
+  if (timed)
+    throw new NotUnderstood(
+      `Audience criteria do not take hours or days of the week yet (${timed.parts.phrases.map((p) => `"${p.trim()}"`).join(', ')}): use a period such as "in the last 7 days".`,
+      timed.parts.phrases.map((p) => p.trim()),
+    );
+  const ordered = readSequence(text, signupEvent(lexicon));
+  const reading = read(ordered?.text ?? text, lexicon, clock.today, clock.now);
+  const parsed = parseCriteria(reading, lexicon);
+  const ast = ordered ? applySequence(parsed, ordered.seq) : parsed;
   guardMeaning(reading, ast, 'criteria');
   return { ast, corrections: reading.corrections };
 }

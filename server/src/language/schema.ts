@@ -218,6 +218,8 @@ function condition(c: LlmCondition, depth = 0): Condition {
     case 'user':
       if (!c.filter) throw new NotUnderstood('A user condition needs a filter.');
       return { type: 'user', filter: c.filter as Filter };
+    default:
+      throw new NotUnderstood(`The language model cannot express "${c.type}" conditions.`);
   }
 }
 
@@ -305,6 +307,8 @@ function dimension(d: {
     return { kind: d.kind, key: d.key };
   }
   if (d.kind === 'time') return { kind: 'time', unit: d.unit ?? 'day' };
+  if (d.kind === 'time_part')
+    throw new NotUnderstood('Breakdowns by hour of day or weekday come from the built-in engine only.');
   return { kind: d.kind };
 }
 

@@ -106,6 +106,7 @@ export class Sql {
 
   /** A filter on the properties (or, for users, the columns) of the row `alias`. */
   filter(alias: string, f: Filter, onUser: boolean): string {
+    if (!onUser && (f.key === '$hour' || f.key === '$weekday')) return this.timePartFilter(alias, f);
     const column = onUser && ['email', 'phone', 'user_id'].includes(f.key) ? `${alias}.${f.key}` : null;
     const text = () => column ?? (f.key === '$revenue' ? this.money(alias) : this.text(alias, f.key));
     const eq = (v: string | number | boolean): string => {
@@ -162,6 +163,22 @@ export class Sql {
     }
   }
 
+  /** The local hour (0-23) or ISO day of the week (1-7) of an event's time. */
+  timePart(alias: string, part: 'hour' | 'isodow'): string {
+    return `extract(${part} from ${alias}.created_at at time zone ${this.tz()})::int`;
+  }
+
+  /** `$hour` between two hours (inclusive), `$weekday` in a list of days. */
+  private timePartFilter(alias: string, f: Filter): string {
+    const x = this.timePart(alias, f.key === '$hour' ? 'hour' : 'isodow');
+    const n = f.values.map((v) => Number(v)).filter((v) => Number.isInteger(v));
+    if (n.length !== f.values.length || n.length === 0) throw new Error(`${f.key} takes whole numbers`);
+    if (f.op === 'between') return `${x} between ${this.p(n[0]!, 'int')} and ${this.p(n[1] ?? n[0]!, 'int')}`;
+    if (f.op === 'in' || f.op === 'eq') return `${x} in (${n.map((v) => this.p(v, 'int')).join(', ')})`;
+    if (f.op === 'not_in' || f.op === 'neq') return `${x} not in (${n.map((v) => this.p(v, 'int')).join(', ')})`;
+    throw new Error(`${f.key} takes "between" or "in"`);
+  }
+
   /** `and` of the event conditions: names (any of) and filters. */
   events(alias: string, events: string[], filters: Filter[]): string {
     let out = '';
@@ -192,6 +209,18 @@ export class Sql {
         const from = c.period.from ? this.anchor(c.period.from) : null;
         if (!from) return 'false';
         return `(${u}.created_at < ${from} and not exists (select 1 from events ${e} where ${e}.user_id = ${u}.user_id${this.period(`${e}.created_at`, c.period)}))`;
+      }
+      case 'sequence': {
+        const a = this.next('e');
+        const b = this.next('e');
+        const step = (x: string, d: typeof c.first) =>
+          `${this.events(x, d.events, d.filters)}${this.period(`${x}.created_at`, d.period)}`;
+        const within =
+          c.withinHours !== undefined
+            ? ` and ${b}.created_at <= ${a}.created_at + make_interval(hours => ${this.p(c.withinHours, 'int')})`
+            : '';
+        return `exists (select 1 from events ${a} where ${a}.user_id = ${u}.user_id${step(a, c.first)}
+          and exists (select 1 from events ${b} where ${b}.user_id = ${a}.user_id${step(b, c.next)} and ${b}.created_at > ${a}.created_at${within}))`;
       }
       case 'did': {
         const e = this.next('e');

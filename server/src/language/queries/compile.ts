@@ -204,6 +204,11 @@ function dimensionExpr(sql: Sql, d: Dimension, e: string, u: string): string {
       return `${e}.user_id`;
     case 'time':
       return timeKey(sql, d.unit, `${e}.created_at`);
+    case 'time_part': {
+      if (d.part === 'hour') return sql.timePart(e, 'hour');
+      const dow = sql.timePart(e, 'isodow');
+      return d.part === 'weekday' ? dow : `(case when ${dow} in (6, 7) then 'weekend' else 'weekdays' end)`;
+    }
   }
 }
 
@@ -216,6 +221,8 @@ export function dimensionColumn(d: Dimension): string {
       return 'user_id';
     case 'time':
       return 'date';
+    case 'time_part':
+      return d.part === 'hour' ? 'hour' : d.part === 'weekday' ? 'weekday' : 'days';
     default: {
       const name = d.key.replace(/[^A-Za-z0-9_]/g, '_').toLowerCase();
       return name === '' || name === 'value' || name === 'date' || /^\d/.test(name) ? 'key' : name;
@@ -246,8 +253,30 @@ function having(sql: Sql, q: Query, m: string): string {
 
 // ---- breakdowns ----------------------------------------------------------------------------------
 
+const WEEKDAYS = `(array['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'])`;
+
+/** Hours and weekdays in their own order (or ranked), weekdays by name, "weekend" or "weekdays" first as asked. */
+function timePartBreakdown(sql: Sql, q: Query, dim: Extract<Dimension, { kind: 'time_part' }>): string {
+  const col = quote(dimensionColumn(dim));
+  const inner = grouped(sql, q, dim);
+  const label = dim.part === 'weekday' ? `${WEEKDAYS}[g.k]` : 'g.k';
+  const value = q.percent ? 'round(100.0 * g.v / nullif(sum(g.v) over (), 0), 2)' : 'g.v';
+  const own =
+    dim.part === 'day_type' ? `(g.k = ${sql.p(dim.first === 'weekday' ? 'weekdays' : 'weekend')}) desc` : 'g.k';
+  const order = q.limit ? `g.v ${q.order ?? 'desc'}, g.k` : own;
+  const limit = q.limit ? ` limit ${sql.p(q.limit, 'bigint')}` : '';
+  if (q.limit && q.order === 'asc' && dim.part !== 'day_type') {
+    // "the quietest hour": hours and days without events count, at 0
+    const all = dim.part === 'hour' ? 'generate_series(0, 23)' : 'generate_series(1, 7)';
+    const from = `(select a.k, coalesce(i.v, 0) as v from ${all} as a(k) left join (${inner}) as i on i.k = a.k) as g`;
+    return `select ${label} as ${col}, ${value} as value from ${from} order by ${order}${limit}`;
+  }
+  return `select ${label} as ${col}, ${value} as value from (${inner}) as g order by ${order}${limit}`;
+}
+
 function breakdown(sql: Sql, q: Query): string {
   const dim = q.groupBy!;
+  if (dim.kind === 'time_part') return timePartBreakdown(sql, q, dim);
   const col = quote(dimensionColumn(dim));
   const inner = grouped(sql, q, dim);
   const value = q.percent ? 'round(100.0 * g.v / nullif(sum(g.v) over (), 0), 2)' : 'g.v';
