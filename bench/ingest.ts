@@ -176,6 +176,22 @@ async function triggerCampaign(server: TallyProcess, trigger: string): Promise<v
   if (!created.ok) throw new Error(`could not create the trigger campaign: ${created.status}`);
 }
 
+/**
+ * BENCH_ROLLUP=off (PostgreSQL only): the activity rollup's insert trigger is disabled on the
+ * scratch database, to measure what writing its deltas costs ingestion.
+ */
+async function withoutRollupDeltas(databaseUrl: string | undefined): Promise<void> {
+  if (!databaseUrl)
+    throw new Error('BENCH_ROLLUP=off needs BENCH_DATABASE_URL (the embedded database is locked by the server)');
+  const { default: knex } = await import('knex');
+  const db = knex({ client: 'pg', connection: databaseUrl, pool: { min: 0, max: 1 } });
+  try {
+    await db.raw('alter table events disable trigger events_rollup_inserted');
+  } finally {
+    await db.destroy();
+  }
+}
+
 /** A fresh Tally on a fresh database (scratch PostgreSQL database, or a new data directory), and its cleanup. */
 async function freshTally(adminDatabaseUrl?: string) {
   const compiled = await compiledServer();
@@ -219,10 +235,12 @@ export async function benchIngest(label: string, adminDatabaseUrl?: string) {
   try {
     const trigger = process.env.BENCH_TRIGGER_EVENT;
     if (trigger) await triggerCampaign(t.server, trigger);
+    const withoutRollup = process.env.BENCH_ROLLUP === 'off';
+    if (withoutRollup) await withoutRollupDeltas(t.databaseUrl);
     const { memory, singles, batch, rate, open, copy } = await measureAll(t, { url: `${bare.url}/` });
     const batchPerSecond = batch.perSecond * BATCH_SIZE;
     return {
-      label: trigger ? `${label}, trigger campaign on ${trigger}` : label,
+      label: `${label}${trigger ? `, trigger campaign on ${trigger}` : ''}${withoutRollup ? ', without the rollup deltas' : ''}`,
       server: t.compiled ? 'compiled (server/dist/main.js)' : 'tsx (server/src/main.ts)',
       seconds: SECONDS,
       single: {

@@ -14,7 +14,8 @@ import { benchStartup } from './startup.js';
 const only = process.argv[2];
 const pg = process.env.BENCH_DATABASE_URL;
 if (only === undefined || only === 'ingest') {
-  console.log(JSON.stringify(await benchIngest('pglite (embedded)')));
+  // BENCH_ROLLUP=off measures PostgreSQL without the activity rollup's deltas (not the embedded database).
+  if (process.env.BENCH_ROLLUP !== 'off') console.log(JSON.stringify(await benchIngest('pglite (embedded)')));
   if (pg) console.log(JSON.stringify(await benchIngest('postgresql', pg)));
 }
 if (only === 'ingest-memory') {
