@@ -19,7 +19,7 @@ export interface MetricRange {
 const UNITS: readonly BucketUnit[] = ['hour', 'day', 'week', 'month'];
 
 /** The unit is written into the SQL text: only the four known names get there. */
-function unitSql(unit: BucketUnit): BucketUnit {
+export function unitSql(unit: BucketUnit): BucketUnit {
   if (!UNITS.includes(unit)) throw new TypeError(`unknown bucket unit ${JSON.stringify(unit)}`);
   return unit;
 }
@@ -93,6 +93,28 @@ export async function revenuePerBucket(db: Db, appId: string, r: MetricRange): P
 }
 
 /**
+ * The rest of the window-edges query over a CTE `acts(user_id, a)` (each user's units of
+ * activity): a CTE `spans`, then the edges (shared with the rollup's queries).
+ */
+export const windowEdgesSql = (days: number) => `spans as (
+       select greatest(a, lag(a) over (partition by user_id order by a) + interval '${Math.floor(days)} days') as lo,
+              a + interval '${Math.floor(days)} days' as hi
+       from acts
+     )
+     select to_char(t, 'YYYY-MM-DD HH24:MI') as t, sum(n) as n from (
+       select lo as t, count(*) as n from spans group by lo
+       union all select hi, -count(*) from spans group by hi
+     ) d group by t order by t`;
+
+/** The churn query's final select over CTEs `cur` and `prev` of (user_id, bucket b) (shared with the rollup's queries). */
+export const churnSql = (
+  unit: BucketUnit,
+) => `select to_char(p.b + interval '1 ${unitSql(unit)}', 'YYYY-MM-DD HH24:MI') as k,
+            count(*) as prev, count(*) filter (where c.user_id is null) as churned
+     from prev p left join cur c on c.user_id = p.user_id and c.b = p.b + interval '1 ${unitSql(unit)}'
+     group by 1`;
+
+/**
  * The edges of every user's activity windows, for users active within a rolling window: each
  * (user, unit of activity) `a` covers the ends in (a, a + windowDays], minus what the user's
  * previous activity already covered. Returns, sorted by time, how the number of covering windows
@@ -112,15 +134,7 @@ export async function activityWindowEdges(
     `with acts as (
        select distinct user_id, date_trunc('${unit}', created_at at time zone ?) as a
        from events where ${HUMAN} and ${IN_RANGE}
-     ), spans as (
-       select greatest(a, lag(a) over (partition by user_id order by a) + interval '${days} days') as lo,
-              a + interval '${days} days' as hi
-       from acts
-     )
-     select to_char(t, 'YYYY-MM-DD HH24:MI') as t, sum(n) as n from (
-       select lo as t, count(*) as n from spans group by lo
-       union all select hi, -count(*) from spans group by hi
-     ) d group by t order by t`,
+     ), ${windowEdgesSql(days)}`,
     [r.timeZone, ...humanInRange(appId, r)],
   );
   return found.map((row) => ({ at: row.t, delta: Number(row.n) }));
@@ -147,10 +161,7 @@ export async function churnPerBucket(
        select distinct user_id, date_trunc('${unit}', created_at at time zone ?) as b
        from events where ${HUMAN} and ${IN_RANGE}
      )
-     select to_char(p.b + interval '1 ${unit}', 'YYYY-MM-DD HH24:MI') as k, count(*) as prev,
-            count(*) filter (where c.user_id is null) as churned
-     from prev p left join cur c on c.user_id = p.user_id and c.b = p.b + interval '1 ${unit}'
-     group by 1`,
+     ${churnSql(unit)}`,
     [
       r.timeZone,
       ...humanInRange(appId, r),

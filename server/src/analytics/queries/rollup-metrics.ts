@@ -5,14 +5,8 @@
 // so a fold running meanwhile is seen whole or not at all.
 import type { Db } from '../../storage/handle.js';
 import { timedRows as rows } from '../../storage/timed.js';
-import type { BucketUnit, MetricRange } from './metrics.js';
+import { churnSql, type MetricRange, unitSql, windowEdgesSql } from './metrics.js';
 import { deltaKeys, pairs } from './rollup-pairs.js';
-
-const UNITS: readonly BucketUnit[] = ['hour', 'day', 'week', 'month'];
-function unitSql(unit: BucketUnit): BucketUnit {
-  if (!UNITS.includes(unit)) throw new TypeError(`unknown bucket unit ${JSON.stringify(unit)}`);
-  return unit;
-}
 
 /** Distinct users per bucket (day, week or month) over the pairs. */
 async function distinctPerBucket(db: Db, appId: string, r: MetricRange, paying: boolean): Promise<Map<string, number>> {
@@ -63,7 +57,6 @@ export async function activityWindowEdges(
   r: MetricRange,
   windowDays: number,
 ): Promise<{ at: string; delta: number }[]> {
-  const days = Math.floor(windowDays);
   const k = deltaKeys(appId, r.timeZone);
   const p = pairs(appId, r);
   const found = await rows<{ t: string; n: string }>(
@@ -71,15 +64,7 @@ export async function activityWindowEdges(
     r.timeoutMs,
     `with ${k.sql},
      acts as (select day::timestamp as a, user_id from (${p.sql}) p),
-     spans as (
-       select greatest(a, lag(a) over (partition by user_id order by a) + interval '${days} days') as lo,
-              a + interval '${days} days' as hi
-       from acts
-     )
-     select to_char(t, 'YYYY-MM-DD HH24:MI') as t, sum(n) as n from (
-       select lo as t, count(*) as n from spans group by lo
-       union all select hi, -count(*) from spans group by hi
-     ) d group by t order by t`,
+     ${windowEdgesSql(windowDays)}`,
     [...k.bindings, ...p.bindings],
   );
   return found.map((row) => ({ at: row.t, delta: Number(row.n) }));
@@ -101,10 +86,7 @@ export async function churnPerBucket(
     `with ${k.sql},
      cur as (select distinct user_id, date_trunc('${unit}', day::timestamp) as b from (${cur.sql}) c),
      prev as (select distinct user_id, date_trunc('${unit}', day::timestamp) as b from (${prev.sql}) p)
-     select to_char(p.b + interval '1 ${unit}', 'YYYY-MM-DD HH24:MI') as k, count(*) as prev,
-            count(*) filter (where c.user_id is null) as churned
-     from prev p left join cur c on c.user_id = p.user_id and c.b = p.b + interval '1 ${unit}'
-     group by 1`,
+     ${churnSql(r.unit)}`,
     [...k.bindings, ...cur.bindings, ...prev.bindings],
   );
   return new Map(found.map((row) => [row.k, { previous: Number(row.prev), churned: Number(row.churned) }]));
