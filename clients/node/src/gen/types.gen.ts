@@ -13,7 +13,7 @@ export type AdminTokenInfo = {
      */
     token_id: string;
     /**
-     * Its label.
+     * The label given when the token was issued, shown in the audit trail.
      */
     label: string;
     /**
@@ -43,7 +43,7 @@ export type AdminTokenIssued = {
      */
     token_id: string;
     /**
-     * Its label.
+     * The label given when the token was issued, shown in the audit trail.
      */
     label: string;
     /**
@@ -205,7 +205,7 @@ export type AnalyticsQueryResult = {
  */
 export type App = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -351,7 +351,7 @@ export type AppResult = {
      */
     success: true;
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -599,7 +599,7 @@ export type AudienceCreated = {
      */
     audience_id: string;
     /**
-     * Its name.
+     * The name given at creation.
      */
     name: string;
     /**
@@ -629,7 +629,7 @@ export type AudienceCreated = {
 };
 
 /**
- * A member of an audience.
+ * A user who matches the audience's criteria.
  */
 export type AudienceMember = {
     /**
@@ -669,7 +669,7 @@ export type AudiencePage = {
  */
 export type AudienceSummary = {
     /**
-     * Audience id.
+     * The audience's id, as a campaign takes it in `audience_id`.
      */
     audience_id: string;
     /**
@@ -823,7 +823,7 @@ export type BotDetectionMode = 'off' | 'basic' | 'advanced';
  */
 export type CampaignAudience = {
     /**
-     * Audience id.
+     * The audience's id, as a campaign takes it in `audience_id`.
      */
     id: string;
     /**
@@ -916,7 +916,7 @@ export type CampaignCreated = {
      */
     campaign_id: string;
     /**
-     * Its name.
+     * The name given at creation.
      */
     name: string;
     /**
@@ -1180,15 +1180,15 @@ export type CampaignStatus = 'scheduled' | 'live' | 'paused' | 'sent';
  */
 export type CampaignStatusRates = {
     /**
-     * delivered / sent.
+     * `delivered` divided by `sent` (0 when nothing was sent).
      */
     delivery_rate: number;
     /**
-     * opened / delivered.
+     * `opened` divided by `delivered` (0 when nothing was delivered).
      */
     open_rate: number;
     /**
-     * clicked / delivered.
+     * `clicked` divided by `delivered` (0 when nothing was delivered).
      */
     click_rate: number;
 };
@@ -1226,11 +1226,11 @@ export type CampaignStatusResult = {
      */
     completed_at: string | null;
     /**
-     * Counters.
+     * How many deliveries reached each stage, from attempted to opened or failed.
      */
     stats: CampaignStatusStats;
     /**
-     * Rates.
+     * Delivery, open and click rates computed from `stats`, each from 0 to 1.
      */
     rates: CampaignStatusRates;
 };
@@ -1841,7 +1841,7 @@ export type EventRecord = {
      */
     user_id: string;
     /**
-     * Name of the event.
+     * The event's name as it was tracked, for example `purchase`.
      */
     event_name: string;
     /**
@@ -1896,7 +1896,7 @@ export type ExportedEvent = {
      */
     user_id: string;
     /**
-     * Name of the event.
+     * The event's name as it was tracked, for example `purchase`.
      */
     event_name: string;
     /**
@@ -2375,7 +2375,7 @@ export type KeyRevoked = {
  */
 export type McpApp = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     id: string;
     /**
@@ -2409,7 +2409,7 @@ export type McpApp = {
  */
 export type McpAppRef = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     id: string;
     /**
@@ -2453,11 +2453,11 @@ export type McpAppStats = {
  */
 export type McpAppVersions = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
-     * App name.
+     * The app's display name.
      */
     app_name: string;
     /**
@@ -2479,7 +2479,7 @@ export type McpAppVersions = {
  */
 export type McpAudienceDetail = {
     /**
-     * Audience id.
+     * The audience's id, as a campaign takes it in `audience_id`.
      */
     id: string;
     /**
@@ -2525,7 +2525,7 @@ export type McpAudienceDetail = {
  */
 export type McpAudienceEntry = {
     /**
-     * Audience id.
+     * The audience's id, as a campaign takes it in `audience_id`.
      */
     id: string;
     /**
@@ -2569,7 +2569,7 @@ export type McpAudienceList = {
  */
 export type McpAudienceRef = {
     /**
-     * Audience id.
+     * The audience's id, as a campaign takes it in `audience_id`.
      */
     id: string;
     /**
@@ -2687,7 +2687,7 @@ export type McpCampaignDetail = {
  */
 export type McpCampaignList = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -2747,7 +2747,7 @@ export type McpEditorConfig = {
  */
 export type McpEngagement = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -2769,11 +2769,11 @@ export type McpEngagement = {
  */
 export type McpEventAnalytics = {
     /**
-     * The event name.
+     * The event's name as it was tracked, for example `purchase`.
      */
     event_name: string;
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -2837,7 +2837,7 @@ export type McpEventPage = {
  */
 export type McpFunnel = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -2863,7 +2863,7 @@ export type McpFunnel = {
  */
 export type McpOrganization = {
     /**
-     * Organization id.
+     * The organization's id, as the admin API takes it in `organization_id`.
      */
     id: string;
     /**
@@ -3048,7 +3048,7 @@ export type OffsetPagination = {
  */
 export type Organization = {
     /**
-     * Organization id.
+     * The organization's id, as the admin API takes it in `organization_id`.
      */
     organization_id: string;
     /**
@@ -3114,7 +3114,7 @@ export type OrganizationResult = {
      */
     success: true;
     /**
-     * Organization id.
+     * The organization's id, as the admin API takes it in `organization_id`.
      */
     organization_id: string;
     /**
@@ -3204,7 +3204,7 @@ export type PushProviderConfig = {
      */
     success: true;
     /**
-     * The provider.
+     * The push service that delivers the app's notifications.
      */
     provider: PushProviderKind;
     /**
@@ -3238,7 +3238,7 @@ export type PushProviderConfig = {
  */
 export type PushProviderConfigure = {
     /**
-     * The provider.
+     * The push service that delivers the app's notifications.
      */
     provider: PushProviderKind;
     /**
@@ -3409,7 +3409,7 @@ export type ResealResult = {
      */
     push_providers: ResealCounts;
     /**
-     * Identity secrets.
+     * Identity verification secrets (the keys that check a website user's `user_hash`).
      */
     identity_secrets: ResealCounts;
     /**
@@ -3527,7 +3527,7 @@ export type Stickiness = {
 };
 
 /**
- * An alias of a user.
+ * Another identifier that names the same user, such as an anonymous device id.
  */
 export type UserAlias = {
     /**
@@ -3933,7 +3933,7 @@ export type WebsiteConfig = {
      */
     success: true;
     /**
-     * The app.
+     * Id of the app whose website this is.
      */
     app_id: string;
     /**
@@ -4268,7 +4268,7 @@ export type AdminAppsGetData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4318,7 +4318,7 @@ export type AdminAppsUpdateData = {
     body: AppUpdate;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4372,7 +4372,7 @@ export type AdminPrivacyAuditData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4435,7 +4435,7 @@ export type AdminCampaignsListData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4485,7 +4485,7 @@ export type AdminCampaignsCreateData = {
     body: CampaignCreate;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4539,7 +4539,7 @@ export type AdminIdentitySecretsListData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4589,7 +4589,7 @@ export type AdminIdentitySecretsGenerateData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4647,7 +4647,7 @@ export type AdminIdentitySecretsRemoveData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
         /**
@@ -4701,7 +4701,7 @@ export type AdminKeysListData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4805,7 +4805,7 @@ export type AdminPushGetData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4855,7 +4855,7 @@ export type AdminPushConfigureData = {
     body: PushProviderConfigure;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4909,7 +4909,7 @@ export type AdminDemoSeedData = {
     body?: DemoSeedRequest;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4963,7 +4963,7 @@ export type AdminPrivacyEraseUserData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
         /**
@@ -5017,7 +5017,7 @@ export type AdminPrivacyExportUserData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
         /**
@@ -5071,7 +5071,7 @@ export type AdminVersionsListData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -5121,7 +5121,7 @@ export type AdminVersionsAddData = {
     body: AppVersionCreate;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -5229,7 +5229,7 @@ export type AdminCampaignsGetData = {
     body?: never;
     path: {
         /**
-         * The campaign.
+         * Id of the campaign, as its creation returned it in `campaign_id`.
          */
         campaign_id: string;
     };
@@ -5279,7 +5279,7 @@ export type AdminCampaignsPauseData = {
     body?: never;
     path: {
         /**
-         * The campaign.
+         * Id of the campaign, as its creation returned it in `campaign_id`.
          */
         campaign_id: string;
     };
@@ -5333,7 +5333,7 @@ export type AdminCampaignsResumeData = {
     body?: never;
     path: {
         /**
-         * The campaign.
+         * Id of the campaign, as its creation returned it in `campaign_id`.
          */
         campaign_id: string;
     };
@@ -5523,7 +5523,7 @@ export type AdminOrganizationsGetData = {
     body?: never;
     path: {
         /**
-         * The organization.
+         * Id of the organization, as its creation returned it in `organization_id`.
          */
         organization_id: string;
     };
@@ -5573,7 +5573,7 @@ export type AdminOrganizationsUpdateData = {
     body: OrganizationUpdate;
     path: {
         /**
-         * The organization.
+         * Id of the organization, as its creation returned it in `organization_id`.
          */
         organization_id: string;
     };
@@ -5714,7 +5714,7 @@ export type McpEngagementData = {
     path?: never;
     query: {
         /**
-         * The app.
+         * Id of an app the MCP key may read (`GET /mcp/resources` lists them).
          */
         app_id: string;
         /**
@@ -5779,13 +5779,13 @@ export type McpEventAnalyticsData = {
     body?: never;
     path: {
         /**
-         * The event name.
+         * The event's name as it was tracked, for example `purchase`.
          */
         eventName: string;
     };
     query: {
         /**
-         * The app.
+         * Id of an app the MCP key may read (`GET /mcp/resources` lists them).
          */
         app_id: string;
         /**
@@ -5851,7 +5851,7 @@ export type McpFunnelsData = {
     path?: never;
     query: {
         /**
-         * The app.
+         * Id of an app the MCP key may read (`GET /mcp/resources` lists them).
          */
         app_id: string;
         /**
@@ -6134,7 +6134,7 @@ export type McpGetAppData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of an app the MCP key may read (`GET /mcp/resources` lists them).
          */
         appId: string;
     };
@@ -6188,7 +6188,7 @@ export type McpAppVersionsData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of an app the MCP key may read (`GET /mcp/resources` lists them).
          */
         appId: string;
     };
@@ -6296,7 +6296,7 @@ export type McpGetAudienceData = {
     body?: never;
     path: {
         /**
-         * The audience.
+         * Id of the audience (`GET /mcp/resources/audiences` lists them).
          */
         audienceId: string;
     };
@@ -6412,7 +6412,7 @@ export type McpGetCampaignData = {
     body?: never;
     path: {
         /**
-         * The campaign.
+         * Id of the campaign (`GET /mcp/resources/campaigns` lists them).
          */
         campaignId: string;
     };
