@@ -16,7 +16,8 @@
 //   as text); a chunked body (Prism forwards it with both Transfer-Encoding and Content-Length,
 //   which the server's HTTP parser refuses); a body over Prism's 10 MB limit; a body on a GET;
 // - a path the WHATWG URL parser would rewrite (dot segments, backslashes): Prism forwards the
-//   parsed path;
+//   parsed path; a path with a malformed %-escape (`%E0%A4%A`, a lone surrogate): Prism's router
+//   throws an uncaught URIError on it and the process stops;
 // - operations answered with a redirect (the click link's 302): Prism's upstream client follows
 //   redirects, so the answer checked would be the target's, not ours;
 // - GET /mcp asking for `text/event-stream`: the MCP transport (server/src/http/mcp-jsonrpc.ts),
@@ -75,6 +76,13 @@ function redirectPaths(): RegExp[] {
 export function bypassReason(method: string, url: string, headers: http.IncomingHttpHeaders, body: Buffer) {
   const parsed = new URL(url, 'http://front.invalid');
   if (parsed.pathname !== url.split('?')[0]) return 'a path the URL parser rewrites';
+  for (const segment of parsed.pathname.split('/')) {
+    try {
+      decodeURIComponent(segment);
+    } catch {
+      return "a path with a malformed %-escape (Prism's router throws on it, and stops)";
+    }
+  }
   if (redirectPaths().some((r) => r.test(url))) return 'an operation answered with a redirect';
   if (method === 'GET' && parsed.pathname === '/mcp' && String(headers.accept ?? '').includes('text/event-stream'))
     return "the MCP transport's stream, which shares GET /mcp but is not in the document";
