@@ -39,8 +39,11 @@ const LEFT_OUT: Record<string, string> = {
   'client-package': 'npm pack and two module systems around one call',
   // Not yet through Prism (issue 35, left open): each failed there on this machine for a reason
   // not pinned down in time. Put back once `npm run test:prism` passes with it.
-  'no-500': 'Prism 5.14.2 stopped (exit 1) during the generated requests; which request kills it is not found yet',
-  'mcp-analytics': 'its tests or its Prism check failed through Prism; the finding is not read yet',
+  'no-500':
+    'Prism 5.14.2 stopped (exit 1) on a generated request (last seen: PATCH /admin/v1/apps/{app_id}); which one is not found yet',
+  // A false finding: Prism 5 reads `?events=a,b` (style form, explode false: a comma-separated
+  // list, as declared) as a list of one item, and reports the server's 200 as accepting too few.
+  'mcp-analytics': "Prism misreads GET /mcp/analytics/funnels' comma-separated `events`",
   'website-identity': 'its property test of REST-written users failed through Prism; not read yet',
 };
 
