@@ -17,6 +17,7 @@ import { metricsHandler } from './http/metrics.js';
 import { operationLabeler } from './http/operation-label.js';
 import { dispatch, operationId } from './http/operations.js';
 import { opsRouter } from './http/ops.js';
+import { formEncodedSpaces } from './http/query-spaces.js';
 import { memoiseRouteCompilation } from './http/route-cache.js';
 import { sdkRouter } from './http/sdk.js';
 import { requestValidation, validatorFormats } from './http/validator-options.js';
@@ -39,6 +40,7 @@ export function createApp(tally: Tally): Express {
 
   // request id, logger, the context later layers fill in; the request's log line and HTTP metrics
   app.use(requestContextMiddleware(logger, { label: operationLabeler(doc), metrics: tally.metrics }));
+  app.use(formEncodedSpaces); // `+` in a query value is a space, whoever reads it (http/query-spaces.ts)
 
   app.use(opsRouter(database, yaml, doc, metricsHandler(ctx.db, config, rateLimiter, tally.metrics, ctx.clock)));
   app.use(homeRouter()); // `/` and the guides

@@ -19,6 +19,8 @@ import { inject } from 'vitest';
 import { listOperations, loadContract } from '../../server/src/contract.js';
 import { operationLabeler } from '../../server/src/http/operation-label.js';
 import { validatorFormats } from '../../server/src/http/validator-options.js';
+import { closeObjects } from './closed-contract.js';
+import type { PrismViolation } from './prism-front.js';
 
 /** One line of a worker's observation file. */
 export interface Observation {
@@ -53,7 +55,9 @@ function setUp() {
   // The server's formats (http/validator-options.ts): fast ones, with calendar-checked dates.
   addFormats(ajv, { mode: 'fast' });
   for (const [name, format] of Object.entries(validatorFormats())) ajv.addFormat(name, format);
-  ajv.addSchema(closed(structuredClone(doc) as Node), 'openapi');
+  const strict = structuredClone(doc) as Node;
+  closeObjects(strict, 'unevaluatedProperties'); // the server never sends an undeclared field
+  ajv.addSchema(strict, 'openapi');
   const operations = new Map<string, Node>();
   for (const op of listOperations(doc)) {
     const node = doc.paths[op.path]![op.method.toLowerCase()] as Node;
@@ -68,50 +72,6 @@ function setUp() {
     validators: new Map(),
   };
   return state;
-}
-
-/**
- * The document with every object schema closed that declares its properties and says nothing of
- * others: response models are open in the contract (clients must ignore fields added later), but
- * the server must never send a field the document does not declare. Schemas that take part in an
- * `allOf` stay open, since a closed part would refuse its siblings' properties.
- */
-function closed(doc: Node): Node {
-  const parts = new Set<Node>();
-  const refs = new Set<string>();
-  const collect = (node: unknown): void => {
-    if (!node || typeof node !== 'object') return;
-    if (Array.isArray(node)) {
-      for (const item of node) collect(item);
-      return;
-    }
-    const n = node as Node;
-    for (const part of (n.allOf ?? []) as Node[]) {
-      parts.add(part);
-      if (typeof part.$ref === 'string') refs.add(part.$ref);
-    }
-    for (const value of Object.values(n)) collect(value);
-  };
-  collect(doc);
-  const close = (node: unknown, ref?: string): void => {
-    if (!node || typeof node !== 'object') return;
-    if (Array.isArray(node)) {
-      for (const item of node) close(item);
-      return;
-    }
-    const n = node as Node;
-    const open = 'additionalProperties' in n || 'unevaluatedProperties' in n || n.allOf || n.anyOf || n.oneOf;
-    if (n.properties && !open && !parts.has(n) && !(ref && refs.has(ref))) n.unevaluatedProperties = false;
-    for (const [key, value] of Object.entries(n)) {
-      if (key === 'examples' || key === 'example') continue;
-      close(value);
-    }
-  };
-  for (const [name, schema] of Object.entries((doc.components?.schemas ?? {}) as Node)) {
-    close(schema, `#/components/schemas/${name}`);
-  }
-  close(doc.paths);
-  return doc;
 }
 
 const pointerPart = (p: string) => p.replace(/~/g, '~0').replace(/\//g, '~1');
@@ -146,6 +106,16 @@ export function observeContract(server: Server): void {
       }
     });
   });
+}
+
+/** Records what Prism found wrong (a Prism run, prism-front.ts), so that the run fails on it. */
+export function recordPrismViolation(v: PrismViolation): void {
+  const line = JSON.stringify({
+    operationId: `Prism ${v.method} ${v.path}`,
+    status: v.status,
+    violation: v.problem,
+  } satisfies Observation);
+  fs.appendFileSync(setUp().file, `${line}\n`);
 }
 
 function record(req: Request, res: ServerResponse, body: Buffer | null): void {

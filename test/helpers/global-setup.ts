@@ -15,20 +15,26 @@ import { sandboxExecutor } from '../../server/src/sandbox/open.js';
 import { sandboxRoleName } from '../../server/src/sandbox/queries/role.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
 import { startContractRun } from './contract-coverage.js';
+import { prismWanted, startPrismRun } from './prism.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     database: { kind: 'pglite'; templateDir: string } | { kind: 'postgres'; url: string };
     /** Where test servers record the answers they give (contract-observer.ts). */
     contractRun: string;
+    /** The run's Prism (TEST_PRISM=1, prism.ts), which test servers are reached through; else null. */
+    prism: string | null;
   }
 }
 
 export default async function setup(project: TestProject) {
   const contract = startContractRun(project);
+  const prism = prismWanted() ? await startPrismRun() : null;
+  project.provide('prism', prism?.url ?? null);
   const database = await setUpDatabase(project);
   return async () => {
     await database?.();
+    await prism?.close();
     await contract.finish();
   };
 }

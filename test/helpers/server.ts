@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTallyClient, type TallyClient } from '@tally/client';
 import type { DestinationStream } from 'pino';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { createKey, type Permission } from '../../server/src/admin/keys.js';
 import { type Config, loadConfig } from '../../server/src/config.js';
 import { uuidv7 } from '../../server/src/ids.js';
@@ -16,8 +16,8 @@ import { startServer } from '../../server/src/server.js';
 import { type Database, openDatabase } from '../../server/src/storage/db.js';
 import { type AppRow, insertApp, insertOrganization, type OrganizationRow } from '../../server/src/storage/tenancy.js';
 import type { Tally } from '../../server/src/tally.js';
-import { observeContract } from './contract-observer.js';
-import { prismWanted, startPrism } from './prism.js';
+import { observeContract, recordPrismViolation } from './contract-observer.js';
+import { startPrismFront } from './prism-front.js';
 
 export const TEST_ADMIN_TOKEN = 'tk_admin_test-token-for-the-suite';
 
@@ -104,8 +104,10 @@ export async function startTestServer(
     jobSchema: options.jobSchema,
   });
   observeContract(running.server);
-  // TEST_PRISM=1: every request goes through Prism, validating each answer (helpers/prism.ts).
-  const prism = prismWanted() ? await startPrism(running.url) : null;
+  // TEST_PRISM=1: every request goes through the run's Prism, which checks it and its answer
+  // (helpers/prism.ts); what it finds fails the run (recordPrismViolation) and this server's close().
+  const prismUrl = inject('prism');
+  const prism = prismUrl ? await startPrismFront(prismUrl, running.url, recordPrismViolation) : null;
   const url = prism?.url ?? running.url;
   const clientFor = (apiKey?: string) => createTallyClient({ baseUrl: url, apiKey });
   return {
@@ -140,12 +142,18 @@ export async function startTestServer(
     },
     async close() {
       await prism?.close();
+      // PRISM_COUNTS=FILE: how many of this server's requests went through Prism, and how many around.
+      if (prism && process.env.PRISM_COUNTS)
+        fs.appendFileSync(
+          process.env.PRISM_COUNTS,
+          `${expect.getState().testPath} ${JSON.stringify(prism.counts())}\n`,
+        );
       await running.close();
       if (!options.database) await db.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
       const violations = prism?.violations() ?? [];
       if (violations.length > 0)
-        throw new Error(`Prism found answers that break the contract:\n${violations.join('\n')}`);
+        throw new Error(`Prism found requests or answers that break the contract:\n${violations.join('\n')}`);
     },
   };
 }

@@ -144,7 +144,7 @@ export type WebsiteConfig = {
      */
     success: true;
     /**
-     * The app.
+     * Id of the app whose website this is.
      */
     app_id: string;
     /**

@@ -13,7 +13,7 @@ export type AdminTokenInfo = {
      */
     token_id: string;
     /**
-     * Its label.
+     * The label given when the token was issued, shown in the audit trail.
      */
     label: string;
     /**
@@ -43,7 +43,7 @@ export type AdminTokenIssued = {
      */
     token_id: string;
     /**
-     * Its label.
+     * The label given when the token was issued, shown in the audit trail.
      */
     label: string;
     /**
@@ -205,7 +205,7 @@ export type AnalyticsQueryResult = {
  */
 export type App = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -351,7 +351,7 @@ export type AppResult = {
      */
     success: true;
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -599,7 +599,7 @@ export type AudienceCreated = {
      */
     audience_id: string;
     /**
-     * Its name.
+     * The name given at creation.
      */
     name: string;
     /**
@@ -629,7 +629,7 @@ export type AudienceCreated = {
 };
 
 /**
- * A member of an audience.
+ * A user who matches the audience's criteria.
  */
 export type AudienceMember = {
     /**
@@ -669,7 +669,7 @@ export type AudiencePage = {
  */
 export type AudienceSummary = {
     /**
-     * Audience id.
+     * The audience's id, as a campaign takes it in `audience_id`.
      */
     audience_id: string;
     /**
@@ -823,7 +823,7 @@ export type BotDetectionMode = 'off' | 'basic' | 'advanced';
  */
 export type CampaignAudience = {
     /**
-     * Audience id.
+     * The audience's id, as a campaign takes it in `audience_id`.
      */
     id: string;
     /**
@@ -916,7 +916,7 @@ export type CampaignCreated = {
      */
     campaign_id: string;
     /**
-     * Its name.
+     * The name given at creation.
      */
     name: string;
     /**
@@ -1180,15 +1180,15 @@ export type CampaignStatus = 'scheduled' | 'live' | 'paused' | 'sent';
  */
 export type CampaignStatusRates = {
     /**
-     * delivered / sent.
+     * `delivered` divided by `sent` (0 when nothing was sent).
      */
     delivery_rate: number;
     /**
-     * opened / delivered.
+     * `opened` divided by `delivered` (0 when nothing was delivered).
      */
     open_rate: number;
     /**
-     * clicked / delivered.
+     * `clicked` divided by `delivered` (0 when nothing was delivered).
      */
     click_rate: number;
 };
@@ -1226,11 +1226,11 @@ export type CampaignStatusResult = {
      */
     completed_at: string | null;
     /**
-     * Counters.
+     * How many deliveries reached each stage, from attempted to opened or failed.
      */
     stats: CampaignStatusStats;
     /**
-     * Rates.
+     * Delivery, open and click rates computed from `stats`, each from 0 to 1.
      */
     rates: CampaignStatusRates;
 };
@@ -1842,7 +1842,7 @@ export type EventRecord = {
      */
     user_id: string;
     /**
-     * Name of the event.
+     * The event's name as it was tracked, for example `purchase`.
      */
     event_name: string;
     /**
@@ -1897,7 +1897,7 @@ export type ExportedEvent = {
      */
     user_id: string;
     /**
-     * Name of the event.
+     * The event's name as it was tracked, for example `purchase`.
      */
     event_name: string;
     /**
@@ -2376,7 +2376,7 @@ export type KeyRevoked = {
  */
 export type McpApp = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     id: string;
     /**
@@ -2410,7 +2410,7 @@ export type McpApp = {
  */
 export type McpAppRef = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     id: string;
     /**
@@ -2454,11 +2454,11 @@ export type McpAppStats = {
  */
 export type McpAppVersions = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
-     * App name.
+     * The app's display name.
      */
     app_name: string;
     /**
@@ -2480,7 +2480,7 @@ export type McpAppVersions = {
  */
 export type McpAudienceDetail = {
     /**
-     * Audience id.
+     * The audience's id, as a campaign takes it in `audience_id`.
      */
     id: string;
     /**
@@ -2526,7 +2526,7 @@ export type McpAudienceDetail = {
  */
 export type McpAudienceEntry = {
     /**
-     * Audience id.
+     * The audience's id, as a campaign takes it in `audience_id`.
      */
     id: string;
     /**
@@ -2570,7 +2570,7 @@ export type McpAudienceList = {
  */
 export type McpAudienceRef = {
     /**
-     * Audience id.
+     * The audience's id, as a campaign takes it in `audience_id`.
      */
     id: string;
     /**
@@ -2688,7 +2688,7 @@ export type McpCampaignDetail = {
  */
 export type McpCampaignList = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -2748,7 +2748,7 @@ export type McpEditorConfig = {
  */
 export type McpEngagement = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -2770,11 +2770,11 @@ export type McpEngagement = {
  */
 export type McpEventAnalytics = {
     /**
-     * The event name.
+     * The event's name as it was tracked, for example `purchase`.
      */
     event_name: string;
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -2838,7 +2838,7 @@ export type McpEventPage = {
  */
 export type McpFunnel = {
     /**
-     * App id.
+     * The app's id, as other operations take it in `app_id`.
      */
     app_id: string;
     /**
@@ -2864,7 +2864,7 @@ export type McpFunnel = {
  */
 export type McpOrganization = {
     /**
-     * Organization id.
+     * The organization's id, as the admin API takes it in `organization_id`.
      */
     id: string;
     /**
@@ -3049,7 +3049,7 @@ export type OffsetPagination = {
  */
 export type Organization = {
     /**
-     * Organization id.
+     * The organization's id, as the admin API takes it in `organization_id`.
      */
     organization_id: string;
     /**
@@ -3115,7 +3115,7 @@ export type OrganizationResult = {
      */
     success: true;
     /**
-     * Organization id.
+     * The organization's id, as the admin API takes it in `organization_id`.
      */
     organization_id: string;
     /**
@@ -3205,7 +3205,7 @@ export type PushProviderConfig = {
      */
     success: true;
     /**
-     * The provider.
+     * The push service that delivers the app's notifications.
      */
     provider: PushProviderKind;
     /**
@@ -3239,7 +3239,7 @@ export type PushProviderConfig = {
  */
 export type PushProviderConfigure = {
     /**
-     * The provider.
+     * The push service that delivers the app's notifications.
      */
     provider: PushProviderKind;
     /**
@@ -3410,7 +3410,7 @@ export type ResealResult = {
      */
     push_providers: ResealCounts;
     /**
-     * Identity secrets.
+     * Identity verification secrets (the keys that check a website user's `user_hash`).
      */
     identity_secrets: ResealCounts;
     /**
@@ -3528,7 +3528,7 @@ export type Stickiness = {
 };
 
 /**
- * An alias of a user.
+ * Another identifier that names the same user, such as an anonymous device id.
  */
 export type UserAlias = {
     /**
@@ -3984,7 +3984,7 @@ export type WebsiteConfig = {
      */
     success: true;
     /**
-     * The app.
+     * Id of the app whose website this is.
      */
     app_id: string;
     /**
@@ -4341,7 +4341,7 @@ export type AdminAppsGetData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4391,7 +4391,7 @@ export type AdminAppsUpdateData = {
     body: AppUpdate;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4445,7 +4445,7 @@ export type AdminPrivacyAuditData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4508,7 +4508,7 @@ export type AdminCampaignsListData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4558,7 +4558,7 @@ export type AdminCampaignsCreateData = {
     body: CampaignCreate;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4612,7 +4612,7 @@ export type AdminIdentitySecretsListData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4662,7 +4662,7 @@ export type AdminIdentitySecretsGenerateData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4720,7 +4720,7 @@ export type AdminIdentitySecretsRemoveData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
         /**
@@ -4774,7 +4774,7 @@ export type AdminKeysListData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4878,7 +4878,7 @@ export type AdminPushGetData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4928,7 +4928,7 @@ export type AdminPushConfigureData = {
     body: PushProviderConfigure;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -4982,7 +4982,7 @@ export type AdminDemoSeedData = {
     body?: DemoSeedRequest;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -5036,7 +5036,7 @@ export type AdminPrivacyEraseUserData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
         /**
@@ -5090,7 +5090,7 @@ export type AdminPrivacyExportUserData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
         /**
@@ -5144,7 +5144,7 @@ export type AdminVersionsListData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -5194,7 +5194,7 @@ export type AdminVersionsAddData = {
     body: AppVersionCreate;
     path: {
         /**
-         * The app.
+         * Id of the app, as its creation returned it in `app_id`.
          */
         app_id: string;
     };
@@ -5302,7 +5302,7 @@ export type AdminCampaignsGetData = {
     body?: never;
     path: {
         /**
-         * The campaign.
+         * Id of the campaign, as its creation returned it in `campaign_id`.
          */
         campaign_id: string;
     };
@@ -5352,7 +5352,7 @@ export type AdminCampaignsPauseData = {
     body?: never;
     path: {
         /**
-         * The campaign.
+         * Id of the campaign, as its creation returned it in `campaign_id`.
          */
         campaign_id: string;
     };
@@ -5406,7 +5406,7 @@ export type AdminCampaignsResumeData = {
     body?: never;
     path: {
         /**
-         * The campaign.
+         * Id of the campaign, as its creation returned it in `campaign_id`.
          */
         campaign_id: string;
     };
@@ -5596,7 +5596,7 @@ export type AdminOrganizationsGetData = {
     body?: never;
     path: {
         /**
-         * The organization.
+         * Id of the organization, as its creation returned it in `organization_id`.
          */
         organization_id: string;
     };
@@ -5646,7 +5646,7 @@ export type AdminOrganizationsUpdateData = {
     body: OrganizationUpdate;
     path: {
         /**
-         * The organization.
+         * Id of the organization, as its creation returned it in `organization_id`.
          */
         organization_id: string;
     };
@@ -5787,7 +5787,7 @@ export type McpEngagementData = {
     path?: never;
     query: {
         /**
-         * The app.
+         * Id of an app the MCP key may read (`GET /mcp/resources` lists them).
          */
         app_id: string;
         /**
@@ -5852,13 +5852,13 @@ export type McpEventAnalyticsData = {
     body?: never;
     path: {
         /**
-         * The event name.
+         * The event's name as it was tracked, for example `purchase`.
          */
         eventName: string;
     };
     query: {
         /**
-         * The app.
+         * Id of an app the MCP key may read (`GET /mcp/resources` lists them).
          */
         app_id: string;
         /**
@@ -5924,7 +5924,7 @@ export type McpFunnelsData = {
     path?: never;
     query: {
         /**
-         * The app.
+         * Id of an app the MCP key may read (`GET /mcp/resources` lists them).
          */
         app_id: string;
         /**
@@ -6207,7 +6207,7 @@ export type McpGetAppData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of an app the MCP key may read (`GET /mcp/resources` lists them).
          */
         appId: string;
     };
@@ -6261,7 +6261,7 @@ export type McpAppVersionsData = {
     body?: never;
     path: {
         /**
-         * The app.
+         * Id of an app the MCP key may read (`GET /mcp/resources` lists them).
          */
         appId: string;
     };
@@ -6369,7 +6369,7 @@ export type McpGetAudienceData = {
     body?: never;
     path: {
         /**
-         * The audience.
+         * Id of the audience (`GET /mcp/resources/audiences` lists them).
          */
         audienceId: string;
     };
@@ -6485,7 +6485,7 @@ export type McpGetCampaignData = {
     body?: never;
     path: {
         /**
-         * The campaign.
+         * Id of the campaign (`GET /mcp/resources/campaigns` lists them).
          */
         campaignId: string;
     };
