@@ -40,6 +40,10 @@ const IMPLIED: Record<string, string> = {
 const NOT_SECTIONS: Record<string, string> = {
   campaign_trigger_outbox:
     'a work queue: each row lives until the trigger worker reads it (seconds), and holds only ids of the user and an event that the export already lists',
+  activity_deltas:
+    "the activity rollup's counts of the user's events per 15 minutes (how many, their revenue), summed from the events the export lists one by one; taken back when they are erased",
+  user_days:
+    "the activity rollup: per day, the user's events counted and their revenue summed, from the events the export lists one by one; gone once the erasure's negative deltas are folded",
   campaign_sends:
     "the campaigns' bookkeeping of which occurrence reached whom; each send made is a delivery, listed with its text (a queued send is erased with the user, see privacy.md)",
 };
