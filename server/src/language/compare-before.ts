@@ -31,7 +31,10 @@ export function dropTrendWords(text: string): string {
 }
 
 /** The text without its "vs the period before" words, or null when it has none. */
-export function readCompareBefore(text: string): { text: string; words: string } | null {
+export function readCompareBefore(source: string): { text: string; words: string } | null {
+  // Runs of white space as one space first (what is returned has them so anyway): BEFORE's
+  // optional spaces would otherwise try every split of a long run at every position.
+  const text = source.replace(/\s+/g, ' ');
   const m = BEFORE.exec(text);
   if (!m) return null;
   const rest = `${text.slice(0, m.index)} than ${text.slice(m.index + m[0].length)}`;

@@ -24,7 +24,9 @@ const PEOPLE = `(users|people|ppl|customers|accounts|visitors)( who| that)?`;
 
 /** The text with its order words replaced by "and", or null when it has none. */
 export function readSequence(text: string, signupEvent?: string): { text: string; seq: SequenceWords } | null {
-  let rest = text;
+  // One space for every run of white space first: the patterns below start with `\s*,?\s*`, which
+  // would try every split of a long run at every position (2,000 spaces took 40 s).
+  let rest = text.replace(/\s+/g, ' ');
   const seq: SequenceWords = { words: [] };
   const take = (re: RegExp, by: string | ((...m: string[]) => string)) => {
     rest = rest.replace(re, (...m: string[]) => {

@@ -167,9 +167,12 @@ BEGIN
     SELECT u.id FROM users u WHERE u.app_id = p_app AND (v_state.cursor IS NULL OR u.id > v_state.cursor)
     ORDER BY u.id LIMIT p_batch) s;
   IF cardinality(v_users) = 0 THEN
-    -- Rows of users who no longer exist (none should be left: their events' deletion recounted them).
+    -- Rows and deltas of users who no longer exist (erased, or merged into another): what is left
+    -- of them sums to nothing, but rows from before the rebuild were never recounted.
     DELETE FROM user_days u WHERE u.app_id = p_app
       AND NOT EXISTS (SELECT 1 FROM users x WHERE x.app_id = p_app AND x.id = u.user_id);
+    DELETE FROM activity_deltas d WHERE d.app_id = p_app
+      AND NOT EXISTS (SELECT 1 FROM users x WHERE x.app_id = p_app AND x.id = d.user_id);
     UPDATE app_rollups SET state = 'ready', cursor = NULL, updated_at = now() WHERE app_id = p_app;
     RETURN 0;
   END IF;
