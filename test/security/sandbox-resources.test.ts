@@ -101,10 +101,11 @@ describe.runIf(!embedded)('metric queries (PostgreSQL)', () => {
       await t.client.eventsTrackBatch({
         body: { events: Array.from({ length: 100 }, (_, i) => ({ user_id: `m-${i}`, event_name: 'x' })) },
       });
-      // While another transaction holds an exclusive lock on events, the metric query waits, and
-      // a lock wait counts toward the statement timeout: it is stopped whatever the machine's speed.
+      // While another transaction holds an exclusive lock on what metrics read (the events, and the
+      // activity rollup that answers them), the metric query waits, and a lock wait counts toward
+      // the statement timeout: it is stopped whatever the machine's speed.
       await locker.query('BEGIN');
-      await locker.query('LOCK TABLE events IN ACCESS EXCLUSIVE MODE');
+      await locker.query('LOCK TABLE events, user_days, activity_deltas IN ACCESS EXCLUSIVE MODE');
       const { error, response } = await t.client.analyticsMetrics({
         query: {
           app_id: t.app.id,
