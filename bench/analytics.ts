@@ -52,16 +52,24 @@ const RANGES: { name: string; granularity: Unit; startDate?: string }[] = [
   { name: 'hour x48', granularity: 'hour', startDate: '2026-03-30' },
 ];
 
+async function seedApp(database: Awaited<ReturnType<typeof createTally>>['database']) {
+  const org = await insertOrganization(database.knex, { id: uuidv7(), name: 'Bench' });
+  return insertApp(database.knex, { id: uuidv7(), organization_id: org.id, name: 'Bench app' });
+}
+
 export async function benchAnalytics(
   adminUrl: string | undefined,
   users = Number(process.env.BENCH_ANALYTICS_USERS ?? 10_000),
 ) {
-  const name = `tally_bench_analytics_${Date.now()}_${randomBytes(3).toString('hex')}`;
+  // BENCH_ANALYTICS_KEEP=name: seed that database once and keep it, to measure again without seeding.
+  const keep = process.env.BENCH_ANALYTICS_KEEP;
+  const name = keep ?? `tally_bench_analytics_${Date.now()}_${randomBytes(3).toString('hex')}`;
   const admin = adminUrl ? knexModule({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } }) : undefined;
   let dataDir: string | undefined;
   let env: Record<string, string>;
   if (admin && adminUrl) {
-    await admin.raw(`create database ${name}`);
+    const exists = await admin('pg_database').where({ datname: name }).first('datname');
+    if (!exists) await admin.raw(`create database ${name}`);
     const url = new URL(adminUrl);
     url.pathname = `/${name}`;
     env = { DATABASE_URL: url.toString() };
@@ -75,12 +83,21 @@ export async function benchAnalytics(
   const { database } = tally;
   try {
     const ctx = tally.context;
-    const org = await insertOrganization(database.knex, { id: uuidv7(), name: 'Bench' });
-    const app = await insertApp(database.knex, { id: uuidv7(), organization_id: org.id, name: 'Bench app' });
-    const seeded = await bulkSeedDemo(database, app.id, { users, days: 90, seed: 1, end_date: END });
-    await database.knex.raw('vacuum analyze events');
-    await database.knex.raw('vacuum analyze users');
-    await database.knex.raw('vacuum analyze user_days');
+    const kept = keep ? await database.knex('apps').where({ name: 'Bench app' }).first() : undefined;
+    const app = kept ?? (await seedApp(database));
+    const seeded = kept
+      ? {
+          events: Number((await database.knex('events').count({ n: '*' }).first())?.n),
+          users,
+          seed_seconds: 0,
+          fold_seconds: 0,
+        }
+      : await bulkSeedDemo(database, app.id, { users, days: 90, seed: 1, end_date: END });
+    if (!kept) {
+      await database.knex.raw('vacuum analyze events');
+      await database.knex.raw('vacuum analyze users');
+      await database.knex.raw('vacuum analyze user_days');
+    }
 
     const rollup: Record<string, number> = {};
     const raw: Record<string, number> = {};
@@ -117,10 +134,10 @@ export async function benchAnalytics(
     };
   } finally {
     await tally.close();
-    if (admin) {
+    if (admin && !keep) {
       await admin.raw(`drop database if exists ${name} with (force)`);
-      await admin.destroy();
     }
+    await admin?.destroy();
     if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

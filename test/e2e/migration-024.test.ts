@@ -11,6 +11,7 @@ import type { ServiceContext } from '../../server/src/context.js';
 import { uuidv7 } from '../../server/src/ids.js';
 import type { Database } from '../../server/src/storage/db.js';
 import * as m024 from '../../server/src/storage/migrations/024-activity-rollups.js';
+import * as m026 from '../../server/src/storage/migrations/026-activity-days.js';
 import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
 import type { Unit } from '../../server/src/time.js';
 import { openOwnDatabase } from '../helpers/own-database.js';
@@ -80,6 +81,8 @@ describe('migration 024 (activity rollup)', () => {
       clock: () => new Date('2026-03-25T12:00:00Z'),
       config: loadConfig({ LOG_LEVEL: 'silent' }),
     } as unknown as ServiceContext;
+    // The database as before 024 (026 builds on 024's tables: down first, up after).
+    await m026.down(db);
     await m024.down(db);
     const org = await insertOrganization(db, { id: uuidv7(), name: 'm024' });
     await db('organizations').where({ id: org.id }).update({ timezone: ZONE });
@@ -90,6 +93,7 @@ describe('migration 024 (activity rollup)', () => {
     const before = await allMetrics(ctx, app.id, 'raw');
 
     await m024.up(db);
+    await m026.up(db);
     expect(await rollupProgress(db, app.id)).toEqual({ state: 'building', time_zone: ZONE, users_done: 0 });
     expect(await allMetrics(ctx, app.id)).toEqual(before);
 

@@ -1,11 +1,14 @@
 // The metrics' queries over the activity rollup (migration 024) instead of raw events: the same
 // functions, arguments and answers as queries/metrics.ts, for ranges of whole local days in the
 // rollup's time zone (metrics.ts uses them only when the app's rollup is ready in the
-// organization's zone; hours are counted from raw events). Each reads `user_days` plus the deltas not folded yet, in one statement,
-// so a fold running meanwhile is seen whole or not at all.
+// organization's zone; hours are counted from raw events). Each reads `user_days` (or, for daily
+// figures, the per-app daily rows of rollup-days.ts) plus the deltas not folded yet, in one
+// statement, so a fold running meanwhile is seen whole or not at all.
 import type { Db } from '../../storage/handle.js';
 import { timedRows as rows } from '../../storage/timed.js';
-import { churnSql, type MetricRange, unitSql, windowEdgesSql } from './metrics.js';
+import { addUnits, truncate } from '../../time.js';
+import { churnSql, type MetricRange, unitSql } from './metrics.js';
+import { usersPerDay, usersPerPeriod } from './rollup-days.js';
 import { deltaKeys, pairs } from './rollup-pairs.js';
 
 /** Distinct users per bucket (day, week or month) over the pairs. */
@@ -27,48 +30,32 @@ async function distinctPerBucket(db: Db, appId: string, r: MetricRange, paying: 
   return new Map(found.map((row) => [row.k, Number(row.n)]));
 }
 
+/**
+ * Distinct users per bucket: per day and per whole week or month from the per-app rows
+ * (rollup-days.ts); the clipped first and last week or month from the users' rows.
+ */
+async function usersPerBucket(db: Db, appId: string, r: MetricRange, paying: boolean): Promise<Map<string, number>> {
+  if (r.unit === 'day') return usersPerDay(db, appId, r, paying);
+  if (r.unit !== 'week' && r.unit !== 'month') return distinctPerBucket(db, appId, r, paying);
+  const start = truncate(r.lo, r.unit);
+  const fullLo = start === r.lo ? r.lo : addUnits(start, r.unit, 1);
+  const fullHi = truncate(r.hi, r.unit);
+  if (fullLo >= fullHi) return distinctPerBucket(db, appId, r, paying);
+  const parts = [usersPerPeriod(db, appId, { ...r, unit: r.unit, lo: fullLo, hi: fullHi }, paying)];
+  if (r.lo < fullLo) parts.push(distinctPerBucket(db, appId, { ...r, hi: fullLo }, paying));
+  if (fullHi < r.hi) parts.push(distinctPerBucket(db, appId, { ...r, lo: fullHi }, paying));
+  const merged = new Map<string, number>();
+  for (const part of await Promise.all(parts)) for (const [key, n] of part) merged.set(key, n);
+  return merged;
+}
+
 /** Users with at least one event, per bucket. */
-export const activeUsersPerBucket = (db: Db, appId: string, r: MetricRange) => distinctPerBucket(db, appId, r, false);
+export const activeUsersPerBucket = (db: Db, appId: string, r: MetricRange) => usersPerBucket(db, appId, r, false);
 
 /** Users with an event carrying a numeric revenue, per bucket (the default conversion). */
-export const payingUsersPerBucket = (db: Db, appId: string, r: MetricRange) => distinctPerBucket(db, appId, r, true);
+export const payingUsersPerBucket = (db: Db, appId: string, r: MetricRange) => usersPerBucket(db, appId, r, true);
 
-/** Revenue per bucket: folded sums plus the deltas' (signed) sums. */
-export async function revenuePerBucket(db: Db, appId: string, r: MetricRange): Promise<Map<string, number>> {
-  const k = deltaKeys(appId, r.timeZone);
-  const found = await rows<{ k: string; revenue: string | null }>(
-    db,
-    r.timeoutMs,
-    `with ${k.sql}
-     select to_char(date_trunc('${unitSql(r.unit)}', day::timestamp), 'YYYY-MM-DD HH24:MI') as k, sum(revenue) as revenue
-     from (select day, revenue from user_days where app_id = ?::uuid and day >= ?::date and day < ?::date and revenue_events <> 0
-           union all
-           select day, revenue from k where day >= ?::date and day < ?::date and revenue_events <> 0) s
-     group by 1`,
-    [...k.bindings, appId, r.lo, r.hi, r.lo, r.hi],
-  );
-  return new Map(found.map((row) => [row.k, Number(row.revenue ?? 0)]));
-}
-
-/** As queries/metrics.ts `activityWindowEdges`, at a resolution of days. */
-export async function activityWindowEdges(
-  db: Db,
-  appId: string,
-  r: MetricRange,
-  windowDays: number,
-): Promise<{ at: string; delta: number }[]> {
-  const k = deltaKeys(appId, r.timeZone);
-  const p = pairs(appId, r);
-  const found = await rows<{ t: string; n: string }>(
-    db,
-    r.timeoutMs,
-    `with ${k.sql},
-     acts as (select day::timestamp as a, user_id from (${p.sql}) p),
-     ${windowEdgesSql(windowDays)}`,
-    [...k.bindings, ...p.bindings],
-  );
-  return found.map((row) => ({ at: row.t, delta: Number(row.n) }));
-}
+export { activityWindowEdges, revenuePerBucket } from './rollup-days.js';
 
 /** As queries/metrics.ts `churnPerBucket`. */
 export async function churnPerBucket(

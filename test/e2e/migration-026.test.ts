@@ -1,0 +1,148 @@
+// Migration 026 on a database whose activity rollup already holds rows: it fills the per-app daily
+// rows (app_days, app_day_gaps, app_periods) from user_days, and they equal the same figures
+// counted here from user_days by reference SQL; afterwards the triggers keep them equal through a
+// fold, an erasure-like deletion and a recount, and every metric read through them equals raw events.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { computeMetric, type MetricName } from '../../server/src/analytics/metrics.js';
+import { foldRollups } from '../../server/src/analytics/rollups.js';
+import { loadConfig } from '../../server/src/config.js';
+import type { ServiceContext } from '../../server/src/context.js';
+import { uuidv7 } from '../../server/src/ids.js';
+import type { Database } from '../../server/src/storage/db.js';
+import * as m026 from '../../server/src/storage/migrations/026-activity-days.js';
+import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
+import type { Unit } from '../../server/src/time.js';
+import { openOwnDatabase } from '../helpers/own-database.js';
+
+let database: Database;
+let close: (() => Promise<void>) | undefined;
+
+beforeAll(async () => {
+  ({ database, close } = await openOwnDatabase('tally_m026'));
+});
+afterAll(() => close?.());
+
+/** What the three tables must hold, counted from user_days; each query lists rows that differ. */
+const REFERENCE = {
+  days: `select app_id, day, count(*) filter (where events > 0)::int as active,
+           count(*) filter (where revenue_events > 0)::int as paying,
+           coalesce(sum(revenue) filter (where revenue_events <> 0), 0)::numeric as revenue
+         from user_days group by 1, 2`,
+  gaps: `select app_id, p as day, gap::smallint as gap, count(*)::int as pairs from (
+           select app_id, lag(day) over w as p, day - lag(day) over w as gap from user_days where events > 0
+           window w as (partition by app_id, user_id order by day)) s where gap < 30 group by 1, 2, 3`,
+  periods: `select app_id, u.unit, date_trunc(u.unit, day::timestamp)::date as start,
+              count(distinct user_id) filter (where events > 0)::int as active,
+              count(distinct user_id) filter (where revenue_events > 0)::int as paying
+            from user_days cross join (values ('week'), ('month')) u(unit) group by 1, 2, 3`,
+};
+const KEPT = {
+  days: 'select app_id, day, active, paying, revenue from app_days where active <> 0 or paying <> 0 or revenue <> 0',
+  gaps: 'select app_id, day, gap, pairs from app_day_gaps where pairs <> 0',
+  periods: 'select app_id, unit, start, active, paying from app_periods where active <> 0 or paying <> 0',
+};
+
+async function differences(db: Database['knex']): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const name of Object.keys(REFERENCE) as (keyof typeof REFERENCE)[]) {
+    const both = `(${REFERENCE[name]} except ${KEPT[name]}) union all (${KEPT[name]} except ${REFERENCE[name]})`;
+    const result = await db.raw(`select count(*)::int as n from (${both}) x`);
+    out[name] = Number(result.rows[0].n);
+  }
+  return out;
+}
+
+async function writeEvents(db: Database['knex'], appId: string, users: string[], salt: number): Promise<void> {
+  const rows = [];
+  for (const [i, id] of users.entries()) {
+    for (let d = 0; d < 40; d++) {
+      if ((i * 5 + d * 3 + salt) % 3 === 0 || (d > 10 && d < 20 && i % 2 === 0)) continue;
+      const at = new Date(Date.parse('2026-02-10T00:00:00Z') + d * 86_400_000 + ((i * 37 + d * 53) % 1440) * 60_000);
+      const revenue = (i + d + salt) % 4 === 0 ? { revenue: (i % 5) + 0.5 } : {};
+      rows.push({
+        id: uuidv7(),
+        app_id: appId,
+        user_id: id,
+        event_name: 'revenue' in revenue ? 'purchase' : 'session',
+        properties: JSON.stringify(revenue),
+        source: 'api',
+        is_bot: false,
+        created_at: at,
+        received_at: at,
+      });
+    }
+  }
+  for (let i = 0; i < rows.length; i += 500) await db('events').insert(rows.slice(i, i + 500));
+}
+
+const METRICS: MetricName[] = ['dau', 'mau', 'revenue', 'arpu', 'conversion'];
+const UNITS: Unit[] = ['day', 'week', 'month'];
+
+async function metrics(ctx: ServiceContext, appId: string, source?: 'raw') {
+  const out: Record<string, unknown> = {};
+  for (const granularity of UNITS) {
+    for (const metric of METRICS) {
+      out[`${metric}/${granularity}`] = await computeMetric(ctx, {
+        appId,
+        metric,
+        granularity,
+        timeZone: 'UTC',
+        conversionEvents: [],
+        startDate: '2026-02-12',
+        endDate: '2026-03-20',
+        source,
+      });
+    }
+  }
+  return out;
+}
+
+describe('migration 026 (per-app daily rows)', () => {
+  it('fills them from user_days, and the triggers keep them equal to user_days', async () => {
+    const db = database.knex;
+    const ctx = {
+      db,
+      clock: () => new Date('2026-03-21T12:00:00Z'),
+      config: loadConfig({ LOG_LEVEL: 'silent' }),
+    } as unknown as ServiceContext;
+    const org = await insertOrganization(db, { id: uuidv7(), name: 'm026' });
+    const app = await insertApp(db, { id: uuidv7(), organization_id: org.id, name: 'm026' });
+    const users = Array.from({ length: 12 }, (_, i) => ({ id: uuidv7(), app_id: app.id, external_id: `u${i}` }));
+    await db('users').insert(users);
+    await writeEvents(
+      db,
+      app.id,
+      users.map((u) => u.id),
+      0,
+    );
+    await foldRollups(db);
+
+    // Before 026: user_days filled, the per-app rows not there yet.
+    await m026.down(db);
+    await m026.up(db);
+    expect(
+      await db('app_days')
+        .count<{ n: string }[]>({ n: '*' })
+        .then((r) => Number(r[0]!.n)),
+    ).toBeGreaterThan(30);
+    expect(await differences(db)).toEqual({ days: 0, gaps: 0, periods: 0 });
+
+    // More events (new days for some users, more on days they had), folded: still equal.
+    await writeEvents(db, app.id, users.map((u) => u.id).slice(4), 1);
+    await foldRollups(db);
+    expect(await differences(db)).toEqual({ days: 0, gaps: 0, periods: 0 });
+
+    // Events deleted (days emptied in the middle of users' histories), folded: still equal.
+    await db('events')
+      .where({ app_id: app.id })
+      .whereRaw("created_at >= '2026-02-25' and created_at < '2026-03-02'")
+      .delete();
+    await db('events').where({ app_id: app.id, user_id: users[3]!.id }).delete();
+    const raw = await metrics(ctx, app.id, 'raw');
+    // Unfolded deltas are read with the per-app rows: the same figures before the fold and after.
+    expect(await metrics(ctx, app.id)).toEqual(raw);
+    await foldRollups(db);
+    expect(await differences(db)).toEqual({ days: 0, gaps: 0, periods: 0 });
+    expect(await metrics(ctx, app.id)).toEqual(raw);
+  }, 180_000);
+});
