@@ -17,7 +17,7 @@ import { answerQuery } from '../server/src/analytics/query.js';
 import { loadConfig } from '../server/src/config.js';
 import { uuidv7 } from '../server/src/ids.js';
 import { createLogger } from '../server/src/logger.js';
-import { insertApp, insertOrganization } from '../server/src/storage/tenancy.js';
+import { type AppRow, insertApp, insertOrganization } from '../server/src/storage/tenancy.js';
 import { createTally } from '../server/src/tally.js';
 import type { Unit } from '../server/src/time.js';
 import { bulkSeedDemo } from './bulk-seed.js';
@@ -55,6 +55,33 @@ const RANGES: { name: string; granularity: Unit; startDate?: string }[] = [
 async function seedApp(database: Awaited<ReturnType<typeof createTally>>['database']) {
   const org = await insertOrganization(database.knex, { id: uuidv7(), name: 'Bench' });
   return insertApp(database.knex, { id: uuidv7(), organization_id: org.id, name: 'Bench app' });
+}
+
+/** Median times of every metric and range (through the rollup and, unless turned off, from raw events), MCP engagement and the questions. */
+async function measure(ctx: Awaited<ReturnType<typeof createTally>>['context'], app: AppRow) {
+  const rollup: Record<string, number> = {};
+  const raw: Record<string, number> = {};
+  for (const metric of METRICS) {
+    for (const range of RANGES) {
+      const req = {
+        appId: app.id,
+        metric,
+        timeZone: 'UTC',
+        conversionEvents: [] as string[],
+        ...range,
+        endDate: END,
+      };
+      rollup[`${metric} ${range.name}`] = await median(() => computeMetric(ctx, req));
+      if (process.env.BENCH_ANALYTICS_RAW !== '0') {
+        raw[`${metric} ${range.name}`] = await median(() => computeMetric(ctx, { ...req, source: 'raw' }));
+      }
+    }
+  }
+  rollup['mcp engagement (30 days)'] = await median(() => engagement(ctx, app, { endDate: END }));
+  for (const q of QUESTIONS) {
+    rollup[`nl: ${q}`] = await median(() => answerQuery(ctx, app, q));
+  }
+  return { rollup, raw };
 }
 
 export async function benchAnalytics(
@@ -99,28 +126,7 @@ export async function benchAnalytics(
       await database.knex.raw('vacuum analyze user_days');
     }
 
-    const rollup: Record<string, number> = {};
-    const raw: Record<string, number> = {};
-    for (const metric of METRICS) {
-      for (const range of RANGES) {
-        const req = {
-          appId: app.id,
-          metric,
-          timeZone: 'UTC',
-          conversionEvents: [] as string[],
-          ...range,
-          endDate: END,
-        };
-        rollup[`${metric} ${range.name}`] = await median(() => computeMetric(ctx, req));
-        if (process.env.BENCH_ANALYTICS_RAW !== '0') {
-          raw[`${metric} ${range.name}`] = await median(() => computeMetric(ctx, { ...req, source: 'raw' }));
-        }
-      }
-    }
-    rollup['mcp engagement (30 days)'] = await median(() => engagement(ctx, app, { endDate: END }));
-    for (const q of QUESTIONS) {
-      rollup[`nl: ${q}`] = await median(() => answerQuery(ctx, app, q));
-    }
+    const { rollup, raw } = await measure(ctx, app);
     return {
       bench: 'analytics',
       database: database.kind,

@@ -23,23 +23,41 @@ beforeAll(async () => {
 afterAll(() => close?.());
 
 /** What the three tables must hold, counted from user_days; each query lists rows that differ. */
+const ACTIVE = 'select app_id, user_id, day from user_days where events > 0';
+const FIRSTS = `select a.app_id, a.user_id, min(a.day) as f from (${ACTIVE}) a group by 1, 2`;
+const PERIODS = `select distinct a.app_id, a.user_id, u.unit, date_trunc(u.unit, a.day::timestamp)::date as start
+  from (${ACTIVE}) a cross join (values ('week'), ('month')) u(unit)`;
 const REFERENCE = {
-  days: `select app_id, day, count(*) filter (where events > 0)::int as active,
-           count(*) filter (where revenue_events > 0)::int as paying,
-           coalesce(sum(revenue) filter (where revenue_events <> 0), 0)::numeric as revenue
-         from user_days group by 1, 2`,
+  days: `select d.app_id, d.day, d.active, d.paying, d.revenue,
+           (select count(*) from (${FIRSTS}) f where f.app_id = d.app_id and f.f = d.day)::int as first_users,
+           (select count(*) from (${FIRSTS}) f where f.app_id = d.app_id and f.f = d.day
+              and exists (select 1 from (${ACTIVE}) a where a.app_id = f.app_id and a.user_id = f.user_id and a.day = f.f + 1))::int as first_next
+         from (select app_id, day, count(*) filter (where events > 0)::int as active,
+                 count(*) filter (where revenue_events > 0)::int as paying,
+                 coalesce(sum(revenue) filter (where revenue_events <> 0), 0)::numeric as revenue
+               from user_days group by 1, 2) d`,
   gaps: `select app_id, p as day, gap::smallint as gap, count(*)::int as pairs from (
-           select app_id, lag(day) over w as p, day - lag(day) over w as gap from user_days where events > 0
+           select app_id, lag(day) over w as p, day - lag(day) over w as gap from (${ACTIVE}) a
            window w as (partition by app_id, user_id order by day)) s where gap < 30 group by 1, 2, 3`,
-  periods: `select app_id, u.unit, date_trunc(u.unit, day::timestamp)::date as start,
-              count(distinct user_id) filter (where events > 0)::int as active,
-              count(distinct user_id) filter (where revenue_events > 0)::int as paying
-            from user_days cross join (values ('week'), ('month')) u(unit) group by 1, 2, 3`,
+  periods: `select p.app_id, p.unit, p.start, count(*)::int as active,
+              (select count(distinct user_id) from user_days x where x.app_id = p.app_id and x.revenue_events > 0
+                and date_trunc(p.unit, x.day::timestamp)::date = p.start)::int as paying,
+              count(*) filter (where exists (select 1 from (${PERIODS}) n where n.app_id = p.app_id and n.user_id = p.user_id
+                and n.unit = p.unit and n.start = (p.start + ('1 ' || p.unit)::interval)::date))::int as continued,
+              count(*) filter (where p.start = (select min(o.start) from (${PERIODS}) o
+                where o.app_id = p.app_id and o.user_id = p.user_id and o.unit = p.unit))::int as first_users,
+              count(*) filter (where p.start = (select min(o.start) from (${PERIODS}) o
+                where o.app_id = p.app_id and o.user_id = p.user_id and o.unit = p.unit)
+                and exists (select 1 from (${PERIODS}) n where n.app_id = p.app_id and n.user_id = p.user_id
+                and n.unit = p.unit and n.start = (p.start + ('1 ' || p.unit)::interval)::date))::int as first_next
+            from (${PERIODS}) p group by 1, 2, 3`,
 };
+const NONZERO = 'active <> 0 or paying <> 0 or first_users <> 0 or first_next <> 0';
 const KEPT = {
-  days: 'select app_id, day, active, paying, revenue from app_days where active <> 0 or paying <> 0 or revenue <> 0',
+  days: `select app_id, day, active, paying, revenue, first_users, first_next from app_days where ${NONZERO} or revenue <> 0`,
   gaps: 'select app_id, day, gap, pairs from app_day_gaps where pairs <> 0',
-  periods: 'select app_id, unit, start, active, paying from app_periods where active <> 0 or paying <> 0',
+  periods: `select app_id, unit, start, active, paying, continued, first_users, first_next from app_periods
+            where ${NONZERO} or continued <> 0`,
 };
 
 async function differences(db: Database['knex']): Promise<Record<string, number>> {
@@ -75,7 +93,7 @@ async function writeEvents(db: Database['knex'], appId: string, users: string[],
   for (let i = 0; i < rows.length; i += 500) await db('events').insert(rows.slice(i, i + 500));
 }
 
-const METRICS: MetricName[] = ['dau', 'mau', 'revenue', 'arpu', 'conversion'];
+const METRICS: MetricName[] = ['dau', 'mau', 'retention', 'revenue', 'arpu', 'conversion', 'churn'];
 const UNITS: Unit[] = ['day', 'week', 'month'];
 
 async function metrics(ctx: ServiceContext, appId: string, source?: 'raw') {

@@ -224,12 +224,13 @@ const mau: Compute = async (ctx, req, list, unit) => {
   const res: Unit = unit === 'hour' ? 'hour' : 'day';
   const hi = list[list.length - 1]!.end;
   const lo = addUnits(list[0]!.end, 'day', -MAU_WINDOW_DAYS);
-  const deltas = await queriesFor(req, res).activityWindowEdges(
-    ctx.db,
-    req.appId,
-    rangeOf(ctx, req, res, lo, hi),
-    MAU_WINDOW_DAYS,
-  );
+  const r = rangeOf(ctx, req, res, lo, hi);
+  // By hour, the rollup answers for the whole days in the middle of the window (raw events at its edges).
+  const byHour =
+    res === 'hour' && req.source === 'rollup'
+      ? await rollup.hourWindowEdges(ctx.db, req.appId, r, MAU_WINDOW_DAYS)
+      : null;
+  const deltas = byHour ?? (await queriesFor(req, res).activityWindowEdges(ctx.db, req.appId, r, MAU_WINDOW_DAYS));
   // MAU at end E = #spans (lo, hi] containing E = count(lo < E) - count(hi < E).
   // Deltas come sorted by time and bucket ends increase: one sweep.
   let i = 0;

@@ -5,8 +5,9 @@
 import type { Db } from '../../storage/handle.js';
 import { LONGEST_WINDOW_DAYS } from '../../storage/migrations/026-activity-days.js';
 import { timedRows as rows } from '../../storage/timed.js';
-import { type MetricRange, unitSql } from './metrics.js';
-import { deltaKeys } from './rollup-pairs.js';
+import { addUnits, truncate } from '../../time.js';
+import { type MetricRange, unitSql, windowEdgesSql } from './metrics.js';
+import { deltaKeys, pairs } from './rollup-pairs.js';
 
 const KEY = `'YYYY-MM-DD HH24:MI'`;
 
@@ -144,4 +145,109 @@ export async function usersPerPeriod(
     [...k.bindings, r.lo, r.hi, appId, r.lo, r.hi, appId, r.unit, r.lo, r.hi],
   );
   return new Map(found.map((row) => [row.k, Number(row.n)]));
+}
+
+/** Per whole day, week or month: users active, active in the next one too, first active in it, and of those active in the next. */
+export interface PeriodFlags {
+  active: number;
+  continued: number;
+  firstUsers: number;
+  firstNext: number;
+}
+
+/**
+ * PeriodFlags per whole bucket starting in [lo, hi) (bucket starts): the per-app rows plus the
+ * change the unfolded deltas make, from their users' whole histories (a late event can change a
+ * user's first active day).
+ */
+export async function periodFlags(
+  db: Db,
+  appId: string,
+  r: MetricRange & { unit: 'day' | 'week' | 'month' },
+): Promise<Map<string, PeriodFlags>> {
+  const unit = unitSql(r.unit);
+  const k = deltaKeys(appId, r.timeZone);
+  const base =
+    r.unit === 'day'
+      ? `select d.day as b, d.active, coalesce(g.pairs, 0) as continued, d.first_users, d.first_next
+         from app_days d left join app_day_gaps g on g.app_id = d.app_id and g.day = d.day and g.gap = 1
+         where d.app_id = ?::uuid and d.day >= ?::date and d.day < ?::date`
+      : `select start as b, active, continued, first_users, first_next from app_periods
+         where app_id = ?::uuid and unit = '${unit}' and start >= ?::date and start < ?::date`;
+  const found = await rows<{ k: string; active: string; continued: string; first_users: string; first_next: string }>(
+    db,
+    r.timeoutMs,
+    `with ${k.sql},
+     folded as (select u.user_id, u.day, u.events from user_days u
+                where u.app_id = ?::uuid and u.user_id in (select user_id from k)),
+     sets as (
+       select user_id, day, -1 as sign from folded where events > 0
+       union all
+       select coalesce(f.user_id, k.user_id), coalesce(f.day, k.day), 1
+       from folded f full join k on k.user_id = f.user_id and k.day = f.day
+       where coalesce(f.events, 0) + coalesce(k.events, 0) > 0),
+     buckets as (select distinct user_id, sign, date_trunc('${unit}', day::timestamp)::date as b from sets),
+     flags as (
+       select b, sign, row_number() over w = 1 as first,
+              coalesce(lead(b) over w = (b + interval '1 ${unit}')::date, false) as cont
+       from buckets window w as (partition by user_id, sign order by b)),
+     adj as (
+       select b, sum(sign) as active, coalesce(sum(sign) filter (where cont), 0) as continued,
+              coalesce(sum(sign) filter (where first), 0) as first_users,
+              coalesce(sum(sign) filter (where first and cont), 0) as first_next
+       from flags where b >= ?::date and b < ?::date group by b)
+     select to_char(b::timestamp, ${KEY}) as k, sum(active) as active, sum(continued) as continued,
+            sum(first_users) as first_users, sum(first_next) as first_next
+     from (${base} union all select * from adj) s group by b`,
+    [...k.bindings, appId, r.lo, r.hi, appId, r.lo, r.hi],
+  );
+  return new Map(
+    found.map((row) => [
+      row.k,
+      {
+        active: Number(row.active),
+        continued: Number(row.continued),
+        firstUsers: Number(row.first_users),
+        firstNext: Number(row.first_next),
+      },
+    ]),
+  );
+}
+
+/**
+ * As queries/metrics.ts `activityWindowEdges` by hour (`r.lo` is the first bucket end less the
+ * window, `r.hi` the last bucket end). Activity from the last window start to the first end, in
+ * whole local days [s, t), covers every bucket end alike: it is read from the rollup as one unit
+ * per user at t. Only the two strips at the edges, [r.lo, s) and [t, r.hi), are read from raw
+ * events, by the hour. Null when the range leaves no whole day in between (the caller reads raw
+ * events).
+ */
+export async function hourWindowEdges(
+  db: Db,
+  appId: string,
+  r: MetricRange,
+  windowDays: number,
+): Promise<{ at: string; delta: number }[] | null> {
+  const w = Math.floor(windowDays);
+  const lastStart = addUnits(r.hi, 'day', -w);
+  const s = truncate(lastStart, 'day') === lastStart ? lastStart : addUnits(truncate(lastStart, 'day'), 'day', 1);
+  const t = truncate(addUnits(addUnits(r.lo, 'day', w), 'hour', -1), 'day');
+  if (s >= t) return null;
+  const k = deltaKeys(appId, r.timeZone);
+  const middle = pairs(appId, { lo: s, hi: t });
+  const strip = `select user_id, date_trunc('hour', created_at at time zone ?) as a from events
+    where app_id = ?::uuid and not is_bot
+      and created_at >= (?::timestamp at time zone ?) and created_at < (?::timestamp at time zone ?)`;
+  const stripBindings = (lo: string, hi: string) => [r.timeZone, appId, lo, r.timeZone, hi, r.timeZone];
+  const found = await rows<{ t: string; n: string }>(
+    db,
+    r.timeoutMs,
+    `with ${k.sql},
+     acts as (select distinct user_id, a from (
+       ${strip} union all ${strip}
+       union all select user_id, ?::timestamp from (${middle.sql}) p) x),
+     ${windowEdgesSql(w)}`,
+    [...k.bindings, ...stripBindings(r.lo, s), ...stripBindings(t, r.hi), t, ...middle.bindings],
+  );
+  return found.map((row) => ({ at: row.t, delta: Number(row.n) }));
 }

@@ -8,7 +8,7 @@ import type { Db } from '../../storage/handle.js';
 import { timedRows as rows } from '../../storage/timed.js';
 import { addUnits, truncate } from '../../time.js';
 import { churnSql, type MetricRange, unitSql } from './metrics.js';
-import { usersPerDay, usersPerPeriod } from './rollup-days.js';
+import { periodFlags, usersPerDay, usersPerPeriod } from './rollup-days.js';
 import { deltaKeys, pairs } from './rollup-pairs.js';
 
 /** Distinct users per bucket (day, week or month) over the pairs. */
@@ -30,23 +30,94 @@ async function distinctPerBucket(db: Db, appId: string, r: MetricRange, paying: 
   return new Map(found.map((row) => [row.k, Number(row.n)]));
 }
 
+/** The whole buckets of a range: [fullLo, fullHi), or null when it holds none. */
+function wholeBuckets(r: MetricRange): { fullLo: string; fullHi: string } | null {
+  if (r.unit === 'hour') return null;
+  const start = truncate(r.lo, r.unit);
+  const fullLo = start === r.lo ? r.lo : addUnits(start, r.unit, 1);
+  const fullHi = truncate(r.hi, r.unit);
+  return fullLo < fullHi ? { fullLo, fullHi } : null;
+}
+
+const merge = async <T>(parts: Promise<Map<string, T>>[]): Promise<Map<string, T>> => {
+  const merged = new Map<string, T>();
+  for (const part of await Promise.all(parts)) for (const [key, v] of part) merged.set(key, v);
+  return merged;
+};
+
+/**
+ * As queries/metrics.ts `churnPerBucket`: whole buckets from the per-app rows (rollup-days.ts:
+ * the previous bucket's active users, and those of them active in the next), a clipped first or
+ * last bucket from the users' rows.
+ */
+export async function churnPerBucket(
+  db: Db,
+  appId: string,
+  r: MetricRange & { previousLo: string; previousHi: string },
+): Promise<Map<string, { previous: number; churned: number }>> {
+  const whole = wholeBuckets(r);
+  if (!whole || r.unit === 'hour') return churnFromUsers(db, appId, r);
+  const { fullLo, fullHi } = whole;
+  const unit = r.unit;
+  const flags = periodFlags(db, appId, {
+    ...r,
+    unit,
+    lo: addUnits(fullLo, unit, -1),
+    hi: addUnits(fullHi, unit, -1),
+  }).then((byPrev) => {
+    const out = new Map<string, { previous: number; churned: number }>();
+    for (let p = addUnits(fullLo, unit, -1); p < addUnits(fullHi, unit, -1); p = addUnits(p, unit, 1)) {
+      const f = byPrev.get(p.slice(0, 16));
+      out.set(addUnits(p, unit, 1).slice(0, 16), {
+        previous: f?.active ?? 0,
+        churned: (f?.active ?? 0) - (f?.continued ?? 0),
+      });
+    }
+    return out;
+  });
+  const parts = [flags];
+  const alone = (lo: string, hi: string, key: string) =>
+    churnFromUsers(db, appId, { ...r, lo, hi, previousLo: addUnits(key, unit, -1), previousHi: key });
+  if (r.lo < fullLo) parts.push(alone(r.lo, fullLo, truncate(r.lo, unit)));
+  if (fullHi < r.hi) parts.push(alone(fullHi, r.hi, fullHi));
+  return merge(parts);
+}
+
+/**
+ * As queries/metrics.ts `retentionPerBucket`: whole buckets from the per-app rows (the users first
+ * active in each, and those of them active in the next), a clipped first or last bucket from the
+ * users' rows.
+ */
+export async function retentionPerBucket(
+  db: Db,
+  appId: string,
+  r: MetricRange,
+): Promise<Map<string, { cohort: number; retained: number }>> {
+  const whole = wholeBuckets(r);
+  if (!whole || r.unit === 'hour') return retentionFromUsers(db, appId, r);
+  const { fullLo, fullHi } = whole;
+  const cohorts = periodFlags(db, appId, { ...r, unit: r.unit, lo: fullLo, hi: fullHi }).then(
+    (byKey) => new Map([...byKey].map(([key, f]) => [key, { cohort: f.firstUsers, retained: f.firstNext }])),
+  );
+  const parts = [cohorts];
+  if (r.lo < fullLo) parts.push(retentionFromUsers(db, appId, { ...r, hi: fullLo }));
+  if (fullHi < r.hi) parts.push(retentionFromUsers(db, appId, { ...r, lo: fullHi }));
+  return merge(parts);
+}
+
 /**
  * Distinct users per bucket: per day and per whole week or month from the per-app rows
  * (rollup-days.ts); the clipped first and last week or month from the users' rows.
  */
 async function usersPerBucket(db: Db, appId: string, r: MetricRange, paying: boolean): Promise<Map<string, number>> {
   if (r.unit === 'day') return usersPerDay(db, appId, r, paying);
-  if (r.unit !== 'week' && r.unit !== 'month') return distinctPerBucket(db, appId, r, paying);
-  const start = truncate(r.lo, r.unit);
-  const fullLo = start === r.lo ? r.lo : addUnits(start, r.unit, 1);
-  const fullHi = truncate(r.hi, r.unit);
-  if (fullLo >= fullHi) return distinctPerBucket(db, appId, r, paying);
+  const whole = wholeBuckets(r);
+  if (!whole || (r.unit !== 'week' && r.unit !== 'month')) return distinctPerBucket(db, appId, r, paying);
+  const { fullLo, fullHi } = whole;
   const parts = [usersPerPeriod(db, appId, { ...r, unit: r.unit, lo: fullLo, hi: fullHi }, paying)];
   if (r.lo < fullLo) parts.push(distinctPerBucket(db, appId, { ...r, hi: fullLo }, paying));
   if (fullHi < r.hi) parts.push(distinctPerBucket(db, appId, { ...r, lo: fullHi }, paying));
-  const merged = new Map<string, number>();
-  for (const part of await Promise.all(parts)) for (const [key, n] of part) merged.set(key, n);
-  return merged;
+  return merge(parts);
 }
 
 /** Users with at least one event, per bucket. */
@@ -55,10 +126,10 @@ export const activeUsersPerBucket = (db: Db, appId: string, r: MetricRange) => u
 /** Users with an event carrying a numeric revenue, per bucket (the default conversion). */
 export const payingUsersPerBucket = (db: Db, appId: string, r: MetricRange) => usersPerBucket(db, appId, r, true);
 
-export { activityWindowEdges, revenuePerBucket } from './rollup-days.js';
+export { activityWindowEdges, hourWindowEdges, revenuePerBucket } from './rollup-days.js';
 
-/** As queries/metrics.ts `churnPerBucket`. */
-export async function churnPerBucket(
+/** As queries/metrics.ts `churnPerBucket`, from the users' rows. */
+async function churnFromUsers(
   db: Db,
   appId: string,
   r: MetricRange & { previousLo: string; previousHi: string },
@@ -79,8 +150,8 @@ export async function churnPerBucket(
   return new Map(found.map((row) => [row.k, { previous: Number(row.prev), churned: Number(row.churned) }]));
 }
 
-/** As queries/metrics.ts `retentionPerBucket`. */
-export async function retentionPerBucket(
+/** As queries/metrics.ts `retentionPerBucket`, from the users' rows. */
+async function retentionFromUsers(
   db: Db,
   appId: string,
   r: MetricRange,

@@ -4,7 +4,10 @@
 // - `app_days`: per app and local day, the users active (a `user_days` row with events), the users
 //   paying (with events carrying revenue) and the revenue of that day's rows that carry revenue.
 // - `app_periods`: per app and calendar week (from Monday) or month of local days, the users
-//   active and the users paying: distinct users, which daily counts cannot add up to.
+//   active and the users paying (distinct users, which daily counts cannot add up to), the users
+//   active in it and in the next one (churn), and the users whose first active period it is and
+//   how many of them are active in the next one (retention). `app_days` has the same first-day
+//   figures per day.
 // - `app_day_gaps`: per app, local day `day` and gap g (1 to 29 days), how many users were active
 //   on `day` and next active g days later (consecutive active days of one user). With `app_days`
 //   this gives the users active in any window of up to 30 days without reading users one by one:
@@ -27,9 +30,11 @@ const SQL = `
 CREATE TABLE app_days (
   app_id uuid NOT NULL,
   day date NOT NULL,
-  active integer NOT NULL,
-  paying integer NOT NULL,
-  revenue numeric NOT NULL,
+  active integer NOT NULL DEFAULT 0,
+  paying integer NOT NULL DEFAULT 0,
+  revenue numeric NOT NULL DEFAULT 0,
+  first_users integer NOT NULL DEFAULT 0,
+  first_next integer NOT NULL DEFAULT 0,
   PRIMARY KEY (app_id, day)
 );
 
@@ -47,8 +52,11 @@ CREATE TABLE app_periods (
   app_id uuid NOT NULL,
   unit text NOT NULL CHECK (unit IN ('week', 'month')),
   start date NOT NULL,
-  active integer NOT NULL,
-  paying integer NOT NULL,
+  active integer NOT NULL DEFAULT 0,
+  paying integer NOT NULL DEFAULT 0,
+  continued integer NOT NULL DEFAULT 0,
+  first_users integer NOT NULL DEFAULT 0,
+  first_next integer NOT NULL DEFAULT 0,
   PRIMARY KEY (app_id, unit, start)
 );
 
@@ -100,21 +108,41 @@ BEGIN
       SELECT s.app_id, lag(d) OVER w AS day, d - lag(d) OVER w AS gap, s.sign
         FROM both_sets s, unnest(s.days) d WINDOW w AS (PARTITION BY s.app_id, s.user_id, s.sign ORDER BY d)
     ) p WHERE gap < ${LONGEST_WINDOW_DAYS} GROUP BY 1, 2, 3 HAVING sum(sign) <> 0
+  ), period_sets AS (
+    SELECT DISTINCT s.app_id, s.user_id, s.sign, x.paid, u.unit, date_trunc(u.unit, x.d::timestamp)::date AS start
+    FROM both_sets s
+    CROSS JOIN LATERAL (SELECT d, false AS paid FROM unnest(s.days) d
+                        UNION ALL SELECT d, true FROM unnest(s.paying) d) x
+    CROSS JOIN (VALUES ('week'), ('month')) u(unit)
+  ), period_flags AS (
+    SELECT app_id, unit, start, sign, paid, row_number() OVER w = 1 AS first,
+           coalesce(lead(start) OVER w = (start + ('1 ' || unit)::interval)::date, false) AS cont
+    FROM period_sets WINDOW w AS (PARTITION BY app_id, user_id, sign, paid, unit ORDER BY start)
   ), period_changes AS (
-    SELECT app_id, unit, start, sum(sign) FILTER (WHERE NOT paid)::integer AS active,
-           sum(sign) FILTER (WHERE paid)::integer AS paying FROM (
-      SELECT DISTINCT s.app_id, s.user_id, s.sign, x.paid, u.unit, date_trunc(u.unit, x.d::timestamp)::date AS start
-      FROM both_sets s
-      CROSS JOIN LATERAL (SELECT d, false AS paid FROM unnest(s.days) d
-                          UNION ALL SELECT d, true FROM unnest(s.paying) d) x
-      CROSS JOIN (VALUES ('week'), ('month')) u(unit)
-    ) p GROUP BY 1, 2, 3
+    SELECT app_id, unit, start,
+      coalesce(sum(sign) FILTER (WHERE NOT paid), 0)::integer AS active,
+      coalesce(sum(sign) FILTER (WHERE paid), 0)::integer AS paying,
+      coalesce(sum(sign) FILTER (WHERE NOT paid AND cont), 0)::integer AS continued,
+      coalesce(sum(sign) FILTER (WHERE NOT paid AND first), 0)::integer AS first_users,
+      coalesce(sum(sign) FILTER (WHERE NOT paid AND first AND cont), 0)::integer AS first_next
+    FROM period_flags GROUP BY 1, 2, 3
   ), periods AS (
-    INSERT INTO app_periods (app_id, unit, start, active, paying)
-    SELECT app_id, unit, start, coalesce(active, 0), coalesce(paying, 0) FROM period_changes
-    WHERE coalesce(active, 0) <> 0 OR coalesce(paying, 0) <> 0 ORDER BY 1, 2, 3
+    INSERT INTO app_periods (app_id, unit, start, active, paying, continued, first_users, first_next)
+    SELECT * FROM period_changes
+    WHERE active <> 0 OR paying <> 0 OR continued <> 0 OR first_users <> 0 OR first_next <> 0 ORDER BY 1, 2, 3
     ON CONFLICT (app_id, unit, start) DO UPDATE SET active = app_periods.active + excluded.active,
-      paying = app_periods.paying + excluded.paying
+      paying = app_periods.paying + excluded.paying, continued = app_periods.continued + excluded.continued,
+      first_users = app_periods.first_users + excluded.first_users,
+      first_next = app_periods.first_next + excluded.first_next
+  ), day_firsts AS (
+    SELECT app_id, days[1] AS day, sum(sign)::integer AS first_users,
+           coalesce(sum(sign) FILTER (WHERE days[1] + 1 = ANY (days)), 0)::integer AS first_next
+    FROM both_sets WHERE cardinality(days) > 0 GROUP BY 1, 2
+  ), firsts AS (
+    INSERT INTO app_days (app_id, day, first_users, first_next)
+    SELECT * FROM day_firsts WHERE first_users <> 0 OR first_next <> 0 ORDER BY 1, 2
+    ON CONFLICT (app_id, day) DO UPDATE SET first_users = app_days.first_users + excluded.first_users,
+      first_next = app_days.first_next + excluded.first_next
   ), gaps AS (
     INSERT INTO app_day_gaps (app_id, day, gap, pairs)
     SELECT app_id, day, gap, pairs FROM changes ORDER BY 1, 2, 3
@@ -156,25 +184,13 @@ CREATE TRIGGER user_days_deleted AFTER DELETE ON user_days
   REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION tally_user_days_deleted();
 `;
 
-// What user_days already holds (rollups folded or rebuilt before this migration).
+// What user_days already holds (rollups folded or rebuilt before this migration): every row
+// applied as if just inserted, onto empty tables.
 const FILL_SQL = `
-INSERT INTO app_days (app_id, day, active, paying, revenue)
-SELECT app_id, day, count(*) FILTER (WHERE events > 0), count(*) FILTER (WHERE revenue_events > 0),
-       coalesce(sum(revenue) FILTER (WHERE revenue_events <> 0), 0)
-FROM user_days GROUP BY 1, 2;
-INSERT INTO user_active_days (app_id, user_id, days, paying)
-SELECT app_id, user_id, array_agg(day ORDER BY day) FILTER (WHERE events > 0),
-       coalesce(array_agg(day ORDER BY day) FILTER (WHERE revenue_events > 0), '{}')
-FROM user_days GROUP BY 1, 2 HAVING count(*) FILTER (WHERE events > 0) > 0;
-INSERT INTO app_periods (app_id, unit, start, active, paying)
-SELECT app_id, u.unit, date_trunc(u.unit, day::timestamp)::date, count(DISTINCT user_id) FILTER (WHERE events > 0),
-       count(DISTINCT user_id) FILTER (WHERE revenue_events > 0)
-FROM user_days CROSS JOIN (VALUES ('week'), ('month')) u(unit) GROUP BY 1, 2, 3;
-INSERT INTO app_day_gaps (app_id, day, gap, pairs)
-SELECT app_id, p, gap, count(*) FROM (
-  SELECT app_id, lag(day) OVER w AS p, day - lag(day) OVER w AS gap FROM user_days WHERE events > 0
-  WINDOW w AS (PARTITION BY app_id, user_id ORDER BY day)
-) s WHERE gap < ${LONGEST_WINDOW_DAYS} GROUP BY 1, 2, 3;
+SELECT tally_rollup_days_apply(array_agg(app_id), array_agg(day), array_agg(user_id),
+  array_agg((events > 0)::integer), array_agg((revenue_events > 0)::integer),
+  array_agg(CASE WHEN revenue_events <> 0 THEN revenue ELSE 0 END))
+FROM user_days HAVING count(*) > 0;
 `;
 
 const FUNCTIONS = [
