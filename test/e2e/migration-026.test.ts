@@ -163,4 +163,39 @@ describe('migration 026 (per-app daily rows)', () => {
     expect(await differences(db)).toEqual({ days: 0, gaps: 0, periods: 0 });
     expect(await metrics(ctx, app.id)).toEqual(raw);
   }, 180_000);
+
+  it('clears the dead rows folding leaves once they outnumber the live ones (autovacuum may be off)', async () => {
+    const db = database.knex;
+    const stats = async () =>
+      (
+        await db.raw(
+          "select n_dead_tup::int as dead, vacuum_count::int as vacuums from pg_stat_user_tables where relname = 'activity_deltas'",
+        )
+      ).rows[0] as { dead: number; vacuums: number };
+    const org = await insertOrganization(db, { id: uuidv7(), name: 'm026 vacuum' });
+    const app = await insertApp(db, { id: uuidv7(), organization_id: org.id, name: 'm026 vacuum' });
+    const users = Array.from({ length: 8 }, (_, i) => ({ id: uuidv7(), app_id: app.id, external_id: `v${i}` }));
+    await db('users').insert(users);
+    await writeEvents(
+      db,
+      app.id,
+      users.map((u) => u.id),
+      2,
+    );
+    const before = await stats();
+    expect(await foldRollups(db, { vacuumMinDead: 1 })).toBeGreaterThan(100);
+    // The statistics of the fold's deletions reach pg_stat_user_tables within seconds; the next
+    // fold finds more dead deltas than live ones and vacuums.
+    const deadline = Date.now() + 20_000;
+    // (pg_stat_force_next_flush: the embedded database's one session reports its own at once.)
+    while ((await stats()).dead === 0 && Date.now() < deadline) {
+      await db.raw('select pg_stat_force_next_flush()');
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect((await stats()).dead).toBeGreaterThan(0);
+    await writeEvents(db, app.id, [users[0]!.id], 3);
+    await foldRollups(db, { vacuumMinDead: 1 });
+    const after = await stats();
+    expect(after.vacuums).toBeGreaterThan(before.vacuums);
+  }, 60_000);
 });

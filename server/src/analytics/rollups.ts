@@ -11,6 +11,7 @@ import {
   foldDeltas,
   rebuildStep,
   restartRollup,
+  vacuumChurningTables,
 } from './queries/rollups.js';
 
 /** Deltas folded per statement. */
@@ -25,8 +26,11 @@ export interface RollupPace {
   budgetMs: number;
 }
 
-/** Folds every app's waiting deltas; returns how many were folded. */
-export async function foldRollups(db: Db): Promise<number> {
+/**
+ * Folds every app's waiting deltas, then clears the dead rows folding left when they outnumber the
+ * live ones (vacuumChurningTables); returns how many deltas were folded.
+ */
+export async function foldRollups(db: Db, options: { vacuumMinDead?: number } = {}): Promise<number> {
   let total = 0;
   for (const appId of await appsWithDeltas(db)) {
     for (;;) {
@@ -35,6 +39,7 @@ export async function foldRollups(db: Db): Promise<number> {
       if (n < FOLD_BATCH) break;
     }
   }
+  if (total > 0) await vacuumChurningTables(db, options.vacuumMinDead);
   return total;
 }
 

@@ -49,3 +49,26 @@ export async function rollupProgress(
 ): Promise<{ state: string; time_zone: string; users_done: number } | undefined> {
   return db('app_rollups').where({ app_id: appId }).first('state', 'time_zone', 'users_done');
 }
+
+/** Tables whose rows the fold deletes or rewrites all the time: their dead rows are cleared by the fold job. */
+const CHURNING = ['activity_deltas', 'app_days', 'app_day_gaps', 'app_periods', 'user_active_days'] as const;
+
+/**
+ * Vacuums those of the rollup's tables that hold more dead rows than live ones (at least
+ * `minDead`): on a server with autovacuum off, folded deltas would otherwise stay in the table and
+ * its index, and every read of the deltas would step over them (at a million events, 400,000 dead
+ * deltas made each metric 140 ms slower). Not per-app: table upkeep. Returns the tables vacuumed.
+ */
+export async function vacuumChurningTables(db: Db, minDead = 10_000): Promise<string[]> {
+  const { rows } = await db.raw(
+    `select relname from pg_stat_user_tables
+     where schemaname = current_schema() and relname = any(?::text[]) and n_dead_tup >= ? and n_dead_tup > n_live_tup
+     order by relname`,
+    [[...CHURNING], minDead],
+  );
+  const names = (rows as { relname: (typeof CHURNING)[number] }[])
+    .map((r) => r.relname)
+    .filter((n) => CHURNING.includes(n));
+  for (const name of names) await db.raw(`vacuum (analyze) ${name}`);
+  return names;
+}
