@@ -251,3 +251,41 @@ export async function hourWindowEdges(
   );
   return found.map((row) => ({ at: row.t, delta: Number(row.n) }));
 }
+
+/**
+ * For a window of whole local days [from, to) of at most 30 days: the distinct users active in it
+ * (the window's daily counts less each user's consecutive active days inside it) and the sum of its
+ * daily active users, from the per-app rows plus what the unfolded deltas change (their users
+ * counted with and without them).
+ */
+export async function windowUsers(
+  db: Db,
+  appId: string,
+  w: { timeZone: string; from: string; to: string; timeoutMs: number },
+): Promise<{ users: number; userDays: number }> {
+  const k = deltaKeys(appId, w.timeZone);
+  const [row] = await rows<{ users: string; user_days: string }>(
+    db,
+    w.timeoutMs,
+    `with ${k.sql},
+     kr as (select * from k where day >= ?::date and day < ?::date),
+     folded as (select u.user_id, u.day, u.events from user_days u
+                where u.app_id = ?::uuid and u.day >= ?::date and u.day < ?::date
+                  and u.user_id in (select user_id from kr)),
+     sets as (
+       select user_id, day, -1 as sign from folded where events > 0
+       union all
+       select coalesce(f.user_id, kr.user_id), coalesce(f.day, kr.day), 1
+       from folded f full join kr on kr.user_id = f.user_id and kr.day = f.day
+       where coalesce(f.events, 0) + coalesce(kr.events, 0) > 0),
+     days as (select coalesce(sum(active), 0) as n from app_days where app_id = ?::uuid and day >= ?::date and day < ?::date),
+     gaps as (select coalesce(sum(pairs), 0) as n from app_day_gaps
+              where app_id = ?::uuid and day >= ?::date and day + gap < ?::date)
+     select (select n from days) - (select n from gaps)
+              + (select count(distinct user_id) from sets where sign > 0)
+              - (select count(distinct user_id) from sets where sign < 0) as users,
+            (select n from days) + (select coalesce(sum(sign), 0) from sets) as user_days`,
+    [...k.bindings, w.from, w.to, appId, w.from, w.to, appId, w.from, w.to, appId, w.from, w.to],
+  );
+  return { users: Number(row?.users ?? 0), userDays: Number(row?.user_days ?? 0) };
+}

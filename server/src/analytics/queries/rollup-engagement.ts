@@ -2,14 +2,22 @@
 // answers, for windows of whole local days in the rollup's time zone (engagement.ts uses them
 // only when the app's rollup is ready in the organization's zone).
 import type { Knex } from 'knex';
+import { LONGEST_WINDOW_DAYS } from '../../storage/migrations/026-activity-days.js';
 import { timedRows } from '../../storage/timed.js';
+import { daysBetween } from '../../time.js';
 import type { Window } from './engagement.js';
+import { windowUsers } from './rollup-days.js';
 import { deltaKeys, pairs } from './rollup-pairs.js';
 
 const days = (w: Window) => ({ lo: w.from, hi: w.to });
 
+/** Whether the per-app daily rows answer for the window: all users, at most 30 whole days. */
+const fromDays = (w: Window) =>
+  w.members === undefined && daysBetween(w.from.slice(0, 10), w.to.slice(0, 10)) <= LONGEST_WINDOW_DAYS;
+
 /** Distinct users with at least one human event in the window. */
 export async function activeUsers(db: Knex, w: Window): Promise<number> {
+  if (fromDays(w)) return (await windowUsers(db, w.appId, w)).users;
   const k = deltaKeys(w.appId, w.timeZone);
   const p = pairs(w.appId, days(w), { members: w.members });
   const [row] = await timedRows<{ n: string }>(
@@ -23,6 +31,7 @@ export async function activeUsers(db: Knex, w: Window): Promise<number> {
 
 /** Distinct (user, local day) pairs of activity in the window: the sum of its daily active users. */
 export async function activeUserDays(db: Knex, w: Window): Promise<number> {
+  if (fromDays(w)) return (await windowUsers(db, w.appId, w)).userDays;
   const k = deltaKeys(w.appId, w.timeZone);
   const p = pairs(w.appId, days(w), { members: w.members });
   const [row] = await timedRows<{ n: string }>(
