@@ -60,6 +60,7 @@ async function seedApp(database: Awaited<ReturnType<typeof createTally>>['databa
 /** Median times of every metric and range (through the rollup and, unless turned off, from raw events), MCP engagement and the questions. */
 async function measure(ctx: Awaited<ReturnType<typeof createTally>>['context'], app: AppRow) {
   const rollup: Record<string, number> = {};
+  const failed: Record<string, string> = {};
   const raw: Record<string, number> = {};
   for (const metric of METRICS) {
     for (const range of RANGES) {
@@ -79,9 +80,14 @@ async function measure(ctx: Awaited<ReturnType<typeof createTally>>['context'], 
   }
   rollup['mcp engagement (30 days)'] = await median(() => engagement(ctx, app, { endDate: END }));
   for (const q of QUESTIONS) {
-    rollup[`nl: ${q}`] = await median(() => answerQuery(ctx, app, q));
+    // A question the engine refuses or stops (the embedded sandbox's time cap) is reported, not fatal.
+    try {
+      rollup[`nl: ${q}`] = await median(() => answerQuery(ctx, app, q));
+    } catch (err) {
+      failed[`nl: ${q}`] = (err as { code?: string }).code ?? String(err);
+    }
   }
-  return { rollup, raw };
+  return { rollup, raw, failed };
 }
 
 export async function benchAnalytics(
@@ -126,7 +132,7 @@ export async function benchAnalytics(
       await database.knex.raw('vacuum analyze user_days');
     }
 
-    const { rollup, raw } = await measure(ctx, app);
+    const { rollup, raw, failed } = await measure(ctx, app);
     return {
       bench: 'analytics',
       database: database.kind,
@@ -137,6 +143,7 @@ export async function benchAnalytics(
       runs: RUNS,
       median_ms: rollup,
       median_ms_raw_events: raw,
+      failed,
     };
   } finally {
     await tally.close();
