@@ -34,6 +34,11 @@ interface ClauseWords {
   field: 'email' | 'phone' | null;
   events: string[];
   anyEvent: boolean;
+  /** "and again in June": the previous clause's action, over another period. */
+  again: boolean;
+  /** "first-time buyers in May": did it in the period and never before it. */
+  firstTime: boolean;
+  both: boolean;
 }
 
 /** Reads the words of a clause left after its numbers, filters and period; refuses words it cannot place. */
@@ -51,6 +56,9 @@ function clauseWords(run: Tagged[], lexicon: Lexicon): ClauseWords {
     field: null,
     events: [],
     anyEvent: false,
+    again: false,
+    firstTime: false,
+    both: false,
   };
   const unknown: string[] = [];
   for (const m of run) {
@@ -64,7 +72,8 @@ function clauseWords(run: Tagged[], lexicon: Lexicon): ClauseWords {
     else if (r === 'last_seen') w.lastSeen = true;
     else if (r === 'active') w.active = true;
     else if (r === 'money' || r === 'how_much') w.money = true;
-    else if (r === 'in_total' || r === 'all_time') w.inTotal = r === 'in_total' || w.inTotal;
+    else if (r === 'in_total' || r === 'all_time' || r === 'agg:sum')
+      w.inTotal = r === 'in_total' || r === 'agg:sum' || w.inTotal;
     else if (r === 'sales') w.events.push(...(lexicon.moneyKey ? lexicon.eventsWithKey(lexicon.moneyKey) : []));
     else if (r === 'event_word') w.anyEvent = true;
     else if (m.kind === 'target' && eventsOf(m)) w.events.push(...eventsOf(m)!);
@@ -81,6 +90,14 @@ function clauseWords(run: Tagged[], lexicon: Lexicon): ClauseWords {
       // subject and auxiliary words
     } else if (m.kind === 'symbol' && m.text === ',') {
       // list punctuation
+    } else if (m.kind === 'word' && m.word === 'both') {
+      // "active both this week and last week": the clauses are joined (the guard checks they are);
+      // "used both web and iOS": each value is a condition of its own
+      w.both = true;
+    } else if (r === 'first_time') {
+      w.firstTime = true;
+    } else if (m.kind === 'word' && m.word === 'again') {
+      w.again = true;
     } else {
       unknown.push(m.raw);
       continue;
@@ -142,6 +159,10 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
   const specs = takeFilters(run);
   const { period, raw: periodRaw } = periodOf(run);
   const w = clauseWords(run, lexicon);
+  if (w.again && !cx.previous)
+    throw new NotUnderstood('"Again" after what? Name the first time, e.g. "bought in May and again in June".', [
+      'again',
+    ]);
   for (const n of numbers) if (n.events) w.events.push(...n.events);
   const uniqueEvents = [...new Set(w.events)];
   if (w.all && uniqueEvents.length === 0 && specs.length === 0 && numbers.length === 0 && !period)
@@ -163,7 +184,8 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
   ) {
     const negated = w.negated;
     const inTotal = w.inTotal;
-    return didCondition({
+    if (w.firstTime) return firstTime(uniqueEvents, period, negated, run);
+    const did = didCondition({
       events: uniqueEvents,
       specs,
       period,
@@ -175,6 +197,7 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
       otherNumbers,
       lexicon,
     });
+    return w.both ? eachValue(did) : did;
   }
   if (numbers.length > 0) {
     for (const n of otherNumbers) if (n.key) specs.push(numericSpec(n));
@@ -228,7 +251,8 @@ function propertyCondition(
       continue;
     }
     const carriers = lexicon.eventsWithKey(filter.key);
-    parts.push({ type: 'did', events: carriers, filters: [filter], ...(period ? { period } : {}) });
+    const did: Condition = { type: 'did', events: carriers, filters: [filter], ...(period ? { period } : {}) };
+    parts.push(w.both ? eachValue(did) : did);
   }
   const c = and(parts);
   return negated ? not(c) : c;
@@ -264,6 +288,29 @@ function userFilters(specs: ReturnType<typeof takeFilters>, lexicon: Lexicon): C
     ];
   }
   return placed.user.map((filter) => ({ type: 'user', filter }));
+}
+
+/** "Used both web and iOS": the one test of several values made one condition per value. */
+function eachValue(c: Condition): Condition {
+  if (c.type === 'and') return and([eachValue(c.of[0]!), ...c.of.slice(1)]);
+  if (c.type !== 'did') return c;
+  const split = c.filters.filter((f) => f.op === 'in' && f.values.length >= 2);
+  if (split.length !== 1) return c;
+  const f = split[0]!;
+  return and(f.values.map((v) => ({ ...c, filters: c.filters.map((x) => (x === f ? { ...f, values: [v] } : x)) })));
+}
+
+/** Did one of `events` in `period` and never before it: the first time ever falls in the period. */
+function firstTime(events: string[], period: Period | undefined, negated: boolean, run: Tagged[]): Condition {
+  const numbers = run.some((m) => m.kind === 'number' || (m.kind === 'target' && targetsOf(m, 'value').length > 0));
+  if (events.length === 0 || !period?.from || negated || numbers)
+    throw new NotUnderstood(
+      'Tally reads "first time" as the first ever of an event within a period, e.g. "users who purchased for the first time last month".',
+      ['first'],
+    );
+  const did: Condition = { type: 'did', events, filters: [], period };
+  const before: Period = { to: period.from, label: `before ${period.label}` };
+  return and([did, not({ type: 'did', events, filters: [], period: before })]);
 }
 
 interface DidInput {

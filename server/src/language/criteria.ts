@@ -137,6 +137,7 @@ class Structure {
         // "with" right after a subject or "who" does not end the clause: "users with a phone"
         break;
       }
+      if (i > start && startsAction(m) && doneAction(this.ms.slice(start, i))) break;
       i++;
     }
     const run = this.ms.slice(start, i);
@@ -165,6 +166,17 @@ class Structure {
     return c;
   }
 }
+
+/** Words that name what a user did: an event, signing up, being active. */
+const startsAction = (m: Tagged) =>
+  (m.kind === 'target' && targetsOf(m).some((t) => t.kind === 'event')) ||
+  isRole(m, 'first_seen', 'active', 'inactive', 'returning');
+
+/**
+ * A run that already holds an action and its period: the next action starts a clause of its own
+ * ("signed up in May made a purchase in June", "signed up in May are still active this week").
+ */
+const doneAction = (run: Tagged[]) => run.some((m) => m.kind === 'period') && run.some(startsAction);
 
 function findDid(c: Condition): string[] | undefined {
   if (c.type === 'did' && c.events.length > 0) return c.events;

@@ -249,6 +249,16 @@ export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Per
   else if (q.bucket) s += `, per ${q.bucket} with every ${q.bucket} listed`;
   const period =
     q.period ?? (q.measure.kind === 'metric' ? metricDefaultPeriod(q.measure.metric, !!q.bucket) : defaultPeriod);
+  if (q.versus)
+    s += `, compared between ${q.versus
+      .map(
+        (v) =>
+          `"${v.label}" (${v.filters
+            .map(describeFilter)
+            .concat(v.segment ? [describeUsers(v.segment, dc)] : [])
+            .join(', ')})`,
+      )
+      .join(' and ')}`;
   if (q.compare) s += `, compared between ${q.compare.map((p) => describePeriod(p, dc.today, dc.now)).join(' and ')}`;
   else if (period) s += `, ${periodPhrase(period, dc.today, dc.now)}`;
   else s += ', over all time';
@@ -259,11 +269,13 @@ export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Per
 function shape(q: Query): string {
   const rows = q.compare
     ? 'One row per period compared'
-    : q.groupBy
-      ? `One row per group${q.limit ? ` (at most ${q.limit})` : ''}`
-      : q.bucket && !q.average
-        ? `One row per ${q.bucket}`
-        : 'One figure';
+    : q.versus
+      ? 'One row per segment compared, in the order written'
+      : q.groupBy
+        ? `One row per group${q.limit ? ` (at most ${q.limit})` : ''}`
+        : q.bucket && !q.average
+          ? `One row per ${q.bucket}`
+          : 'One figure';
   const who = q.segment && q.segment.type !== 'all' ? 'only the users described' : "all of the app's users";
   return `${rows}, counting ${who}.`;
 }
