@@ -4,6 +4,7 @@
 // "never", "without") turn the clause's condition around.
 import type { Condition, Filter, Period } from './ast.js';
 import { and, type ClauseContext, not, periodOf, timesBounds } from './clause.js';
+import { eachValue, firstTime, samePeriod } from './clause-forms.js';
 import { type FilterSpec, takeFilters } from './filters.js';
 import type { Lexicon } from './lexicon.js';
 import { eventsOf, isFiller, isRole, roleOf, targetsOf } from './mention-roles.js';
@@ -157,7 +158,8 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
   const { lexicon } = cx;
   const numbers = takeNumbers(run);
   const specs = takeFilters(run);
-  const { period, raw: periodRaw } = periodOf(run);
+  const back = samePeriod(run, cx);
+  const { period, raw: periodRaw } = back ?? periodOf(run);
   const w = clauseWords(run, lexicon);
   if (w.again && !cx.previous)
     throw new NotUnderstood('"Again" after what? Name the first time, e.g. "bought in May and again in June".', [
@@ -288,29 +290,6 @@ function userFilters(specs: ReturnType<typeof takeFilters>, lexicon: Lexicon): C
     ];
   }
   return placed.user.map((filter) => ({ type: 'user', filter }));
-}
-
-/** "Used both web and iOS": the one test of several values made one condition per value. */
-function eachValue(c: Condition): Condition {
-  if (c.type === 'and') return and([eachValue(c.of[0]!), ...c.of.slice(1)]);
-  if (c.type !== 'did') return c;
-  const split = c.filters.filter((f) => f.op === 'in' && f.values.length >= 2);
-  if (split.length !== 1) return c;
-  const f = split[0]!;
-  return and(f.values.map((v) => ({ ...c, filters: c.filters.map((x) => (x === f ? { ...f, values: [v] } : x)) })));
-}
-
-/** Did one of `events` in `period` and never before it: the first time ever falls in the period. */
-function firstTime(events: string[], period: Period | undefined, negated: boolean, run: Tagged[]): Condition {
-  const numbers = run.some((m) => m.kind === 'number' || (m.kind === 'target' && targetsOf(m, 'value').length > 0));
-  if (events.length === 0 || !period?.from || negated || numbers)
-    throw new NotUnderstood(
-      'Tally reads "first time" as the first ever of an event within a period, e.g. "users who purchased for the first time last month".',
-      ['first'],
-    );
-  const did: Condition = { type: 'did', events, filters: [], period };
-  const before: Period = { to: period.from, label: `before ${period.label}` };
-  return and([did, not({ type: 'did', events, filters: [], period: before })]);
 }
 
 interface DidInput {

@@ -4,7 +4,7 @@
 // by `clauseCondition`: an action (did an event, with filters, a number of times, a total, a
 // period), activity, first seen, email or phone, or user properties.
 import type { Condition } from './ast.js';
-import { and, isRole, not, targetsOf } from './clause.js';
+import { and, isRole, not, roleOf, targetsOf } from './clause.js';
 import { clauseCondition, isSubject } from './clause-condition.js';
 import type { Lexicon } from './lexicon.js';
 import type { Reading, Tagged } from './mentions.js';
@@ -108,6 +108,9 @@ class Structure {
     const before = this.ms[i - 1];
     const after = this.ms[i + 1];
     if (!after) return true;
+    // "that month": the period of the clause before, not a new clause
+    if (isRole(this.ms[i], 'rel') && this.ms[i]!.raw.toLowerCase() === 'that' && roleOf(after).startsWith('unit:'))
+      return false;
     const keys = (m: Tagged | undefined) => new Set(targetsOf(m, 'value').map((t) => (t as { key: string }).key));
     const a = keys(before);
     if ([...keys(after)].some((k) => a.has(k))) return false;

@@ -10,10 +10,27 @@ import type { Tagged } from './mentions.js';
 import { NotUnderstood } from './not-understood.js';
 import { place } from './place.js';
 
-/** A side as written: its label and its filter, not yet placed. */
+/** A side as written: its label and its filter (or whether its users are new), not yet placed. */
 export interface SideSpec {
   label: string;
-  spec: FilterSpec;
+  spec?: FilterSpec;
+  /** "new vs returning users": first seen in the period, or before it. */
+  newness?: 'new' | 'returning';
+}
+
+const NEWNESS: Record<string, 'new' | 'returning'> = { new: 'new', new_users: 'new', returning: 'returning' };
+
+/** "new vs returning": the sides by when their users were first seen. */
+function newnessSides(a: Tagged, b: Tagged): SideSpec[] | null {
+  const x = a.kind === 'role' ? NEWNESS[a.role] : undefined;
+  const y = b.kind === 'role' ? NEWNESS[b.role] : undefined;
+  if (!x || !y || x === y) return null;
+  a.used = true;
+  b.used = true;
+  return [
+    { label: a.raw, newness: x },
+    { label: b.raw, newness: y },
+  ];
 }
 
 /** The mention nearest `i` in direction `dir`, past fillers and words for people ("premium users vs free users"). */
@@ -34,6 +51,8 @@ export function readSides(ms: Tagged[], vs: Tagged): SideSpec[] | null {
   const i = ms.indexOf(vs);
   const a = neighbour(ms, i, -1);
   const b = neighbour(ms, i, 1);
+  const byNewness = a && b ? newnessSides(a, b) : null;
+  if (byNewness) return byNewness;
   const keysOf = (m: Tagged | undefined) => targetsOf(m, 'value').map((t) => (t as { key: string }).key);
   const shared = keysOf(a).filter((k) => keysOf(b).includes(k));
   if (!a || !b || shared.length === 0) return null;
@@ -50,7 +69,9 @@ export function readSides(ms: Tagged[], vs: Tagged): SideSpec[] | null {
 /** The sides placed for the query's events: event filters, or conditions on users. */
 export function placeSides(lexicon: Lexicon, sides: SideSpec[], q: Query, scopeEvents: string[]): Side[] {
   const m = q.measure;
-  const users = m.kind === 'users' && (q.events.events.length > 0 || !!q.period);
+  // users from the app's user list (no events measured): a side can only be a condition on users
+  const listed = m.kind === 'users' && q.events.events.length === 0 && !q.period;
+  const users = m.kind === 'users' && (!listed || !!q.segment);
   if (!(m.kind === 'events' || m.kind === 'aggregate' || m.kind === 'per_user' || users))
     throw new NotUnderstood(
       'Tally compares segments ("premium vs free") on counts of events or users, sums and averages: ask for one of those.',
@@ -59,9 +80,26 @@ export function placeSides(lexicon: Lexicon, sides: SideSpec[], q: Query, scopeE
     throw new NotUnderstood(
       'A comparison of segments gives one figure per segment: drop the breakdown or the periods.',
     );
-  return sides.map(({ label, spec }) => {
-    const placed = place(lexicon, [spec], scopeEvents);
+  return sides.map(({ label, spec, newness }) => {
+    if (newness) return { label, filters: [], segment: newnessCondition(newness, q) };
+    const placed = place(lexicon, [spec!], scopeEvents);
     const users: Condition[] = placed.user.map((filter) => ({ type: 'user', filter }));
+    if (listed && placed.event.length > 0)
+      throw new NotUnderstood(
+        `"${label}" is a property of events: compare it on events, e.g. "${label} vs ... purchases last week".`,
+      );
     return { label, filters: placed.event, ...(users.length > 0 ? { segment: users[0] } : {}) };
   });
+}
+
+/** New users of the period (first seen in it), or returning ones (first seen before it). */
+function newnessCondition(newness: 'new' | 'returning', q: Query): Condition {
+  const did = q.segment?.type === 'did' ? q.segment : undefined;
+  const period = q.period ?? did?.period;
+  if (!period || q.measure.kind !== 'users')
+    throw new NotUnderstood(
+      'New against returning users is a count of users over a period, e.g. "new vs returning users this week".',
+    );
+  const first: Condition = { type: 'first_seen', period };
+  return newness === 'new' ? first : { type: 'not', of: first };
 }
