@@ -57,6 +57,11 @@ const PAIRS: [string, string, string][] = [
   ['weekdays', 'purchases on Fridays', 'purchases on Friday'],
   ['hours', 'sessions before 10am last week', 'sessions last week'],
   ['how many', 'on average how many orders does a buyer place', 'on average orders does a buyer place'],
+  ['again', 'how many users purchased in February and again in March', 'how many users purchased in February'],
+  ['first time', 'how many users purchased for the first time in March', 'how many users purchased in March'],
+  ['first time', 'users who purchased for the first time in march', 'users who purchased in march'],
+  ['came back', 'how many users who signed up in February came back in March', 'how many users signed up in February'],
+  ['vs', 'premium vs free purchases in March', 'premium purchases in March'],
 ];
 
 describe('meaning-changing words are placed or refused', () => {

@@ -1,5 +1,6 @@
 // A property-style test of the language engine over the families of issue 34 (counts, segments,
-// breakdowns, rankings, distinct users, comparisons, hours and weekdays, audiences): random periods, segments and
+// breakdowns, rankings, distinct users, comparisons of periods and of segments, hours and weekdays,
+// cohorts over two periods, first-time users, audiences): random periods, segments and
 // event names from the demo vocabulary are put into questions, and each answer must equal what a
 // small SQL writer here gives for the same meaning. That writer knows nothing of the engine's
 // compiler: it spells out the windows as dates (clock 2026-03-31, UTC) and the filters as SQL.
@@ -178,6 +179,54 @@ describe('questions over the families match reference SQL written apart from the
         expect(values(await ask(q))).toEqual(values(await demo.reference(sql)));
       }),
       runs,
+    );
+  });
+
+  it('comparisons of two segments, one row each in the order written', async () => {
+    const plans = fc.constantFrom(['premium', 'free'], ['free', 'premium']);
+    await fc.assert(
+      fc.asyncProperty(event, plans, period, async ([words, name], [a, b], p) => {
+        const count = async (v: string) =>
+          (
+            await demo.reference(
+              `select count(*) as value ${BASE}${named(name)}${window(p)} and u.properties->>'plan' = '${v}'`,
+            )
+          )[0]!.value;
+        const rows = await ask(`${a} vs ${b} ${words} ${p[0]}`);
+        expect(rows.map((r) => r.value)).toEqual([await count(a), await count(b)]);
+      }),
+      { ...runs, numRuns: 12 },
+    );
+  });
+
+  // "signed up" reads as first seen (not drawn: the demo's signup is not always a user's first event)
+  const acted = fc.constantFrom(...EVENTS.filter(([, e]) => e !== 'signup'));
+  const exists = (name: string, p: [string, string, string | null]) =>
+    `exists (select 1 from events e where e.app_id = :app and not e.is_bot and e.user_id = u.id${named(name)}${window(p)})`;
+
+  it('cohorts: users who did one thing in one period and another (or the same again) in a second', async () => {
+    const two = fc.tuple(fc.constantFrom(...CALENDAR), fc.constantFrom(...CALENDAR)).filter(([a, b]) => a[0] !== b[0]);
+    await fc.assert(
+      fc.asyncProperty(acted, acted, two, fc.boolean(), async ([, x], [, y], [p, q], again) => {
+        const second = again ? `again ${q[0]}` : `${VERBS[y]} ${q[0]}`;
+        const rows = await ask(`how many users ${VERBS[x]} ${p[0]} and ${second}`);
+        const sql = `select count(*) as value from users u where u.app_id = :app and ${exists(x, p)} and ${exists(again ? x : y, q)}`;
+        expect(rows).toEqual(await demo.reference(sql));
+      }),
+      { ...runs, numRuns: 12 },
+    );
+  });
+
+  it('first-time users of an event in a period: did it then, never before', async () => {
+    const bounded = fc.constantFrom(...PERIODS.filter(([, , to]) => to !== null));
+    await fc.assert(
+      fc.asyncProperty(acted, bounded, async ([, name], p) => {
+        const rows = await ask(`how many users ${VERBS[name]} for the first time ${p[0]}`);
+        const before: [string, string, string | null] = [p[0], '1970-01-01', p[1]];
+        const sql = `select count(*) as value from users u where u.app_id = :app and ${exists(name, p)} and not ${exists(name, before)}`;
+        expect(rows).toEqual(await demo.reference(sql));
+      }),
+      { ...runs, numRuns: 12 },
     );
   });
 

@@ -25,10 +25,11 @@ import { NotUnderstood } from './not-understood.js';
 import { clip } from './place.js';
 import { QuestionMeasures } from './question-measures.js';
 import { between, QUIET_ROLES } from './question-state.js';
+import { rankSpenders } from './spenders.js';
 import { SKIPPABLE } from './words.js';
 
 export function parseQuestion(reading: Reading, lexicon: Lexicon): Query {
-  const ms = reading.mentions.filter((m, i, all) => !chatty(m, all[i - 1], all[i + 1]));
+  const ms = rankSpenders(reading.mentions.filter((m, i, all) => !chatty(m, all[i - 1], all[i + 1])));
   refuseErrors(ms);
   const q = new Question(ms, lexicon);
   return q.parse();
@@ -194,6 +195,8 @@ class Question extends QuestionMeasures {
     }
     if (metric) return this.metricQuery(metric, eventMentions, specs, numbers);
     if (this.take('arppu')) {
+      // "avg lifetime revenue per paying user": the average is ARPPU's own
+      this.take('agg:avg');
       const money = this.moneyEvents();
       return this.finish(
         {
@@ -265,13 +268,16 @@ class Question extends QuestionMeasures {
       return this.share(users, specs, numbers);
     }
 
+    const perBuyer = this.eventsPerUser(mc, agg, count, users, !!(money || sales));
+    if (perBuyer) return perBuyer;
     const aggregate = this.aggregateMeasure(mc, { agg, money, sales, count, keyMention, users });
     if (aggregate) return aggregate;
     if (sales && count) {
       const on = this.moneyEvents();
       return this.finish({ kind: 'events' }, { events: events.length > 0 ? events : on, filters: [] }, specs, numbers);
     }
-    if (newUsers || (users && this.has('first_seen')) || (!users && this.has('first_seen') && count)) {
+    const signedUp = !this.periodsInClauses && this.has('first_seen');
+    if (newUsers || (users && signedUp) || (!users && signedUp && count)) {
       this.take('first_seen');
       if (users) users.used = true;
       return this.finish({ kind: 'new_users' }, { events: [], filters: [] }, specs, numbers);
@@ -296,6 +302,31 @@ class Question extends QuestionMeasures {
       return this.finish({ kind: 'events' }, { events, filters: [] }, specs, numbers);
     }
     throw new NotUnderstood('What should be counted? Name an event, users or a measure such as revenue.');
+  }
+
+  /**
+   * "On average, how many orders does a buyer place": the events divided by the users who did them.
+   * Only without filters, breakdowns or series, which a ratio would not carry.
+   */
+  protected eventsPerUser(
+    mc: MeasureContext,
+    agg: Tagged | undefined,
+    count: Tagged | undefined,
+    users: Tagged | undefined,
+    money: boolean,
+  ): Query | null {
+    const { events, eventMentions, agent, specs, numbers } = mc;
+    if (roleOf(agg) !== 'agg:avg' || !count || money || events.length === 0 || !(users || agent)) return null;
+    if (specs.length > 0 || numbers.length > 0 || this.groupBy || this.bucket || this.compare || this.sides)
+      return null;
+    for (const m of [agg!, count, ...(users ? [users] : []), ...eventMentions]) m.used = true;
+    const part = (measure: 'events' | 'users') => ({ measure, events, filters: [] });
+    return this.finish(
+      { kind: 'ratio', numerator: part('events'), denominator: part('users'), percent: false },
+      { events: [], filters: [] },
+      [],
+      [],
+    );
   }
 
   /** "total revenue", "average order value of books", "max revenue": an aggregate, or null for a count. */

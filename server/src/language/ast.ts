@@ -175,6 +175,18 @@ export interface Query {
   limit?: number;
   /** Two or more periods compared: one row per period (replaces `period`). */
   compare?: Period[];
+  /**
+   * Two or more segments compared ("premium vs free", "iOS vs Android"): one row per side, in the
+   * order written; each side adds its filters on the events measured, or its condition on users.
+   */
+  versus?: Side[];
+}
+
+/** One side of a comparison of segments. */
+export interface Side {
+  label: string;
+  filters: Filter[];
+  segment?: Condition;
 }
 
 /** Audience criteria. */

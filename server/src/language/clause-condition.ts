@@ -4,6 +4,7 @@
 // "never", "without") turn the clause's condition around.
 import type { Condition, Filter, Period } from './ast.js';
 import { and, type ClauseContext, not, periodOf, timesBounds } from './clause.js';
+import { eachValue, firstTime, samePeriod } from './clause-forms.js';
 import { type FilterSpec, takeFilters } from './filters.js';
 import type { Lexicon } from './lexicon.js';
 import { eventsOf, isFiller, isRole, roleOf, targetsOf } from './mention-roles.js';
@@ -34,6 +35,11 @@ interface ClauseWords {
   field: 'email' | 'phone' | null;
   events: string[];
   anyEvent: boolean;
+  /** "and again in June": the previous clause's action, over another period. */
+  again: boolean;
+  /** "first-time buyers in May": did it in the period and never before it. */
+  firstTime: boolean;
+  both: boolean;
 }
 
 /** Reads the words of a clause left after its numbers, filters and period; refuses words it cannot place. */
@@ -51,6 +57,9 @@ function clauseWords(run: Tagged[], lexicon: Lexicon): ClauseWords {
     field: null,
     events: [],
     anyEvent: false,
+    again: false,
+    firstTime: false,
+    both: false,
   };
   const unknown: string[] = [];
   for (const m of run) {
@@ -64,7 +73,8 @@ function clauseWords(run: Tagged[], lexicon: Lexicon): ClauseWords {
     else if (r === 'last_seen') w.lastSeen = true;
     else if (r === 'active') w.active = true;
     else if (r === 'money' || r === 'how_much') w.money = true;
-    else if (r === 'in_total' || r === 'all_time') w.inTotal = r === 'in_total' || w.inTotal;
+    else if (r === 'in_total' || r === 'all_time' || r === 'agg:sum')
+      w.inTotal = r === 'in_total' || r === 'agg:sum' || w.inTotal;
     else if (r === 'sales') w.events.push(...(lexicon.moneyKey ? lexicon.eventsWithKey(lexicon.moneyKey) : []));
     else if (r === 'event_word') w.anyEvent = true;
     else if (m.kind === 'target' && eventsOf(m)) w.events.push(...eventsOf(m)!);
@@ -81,6 +91,14 @@ function clauseWords(run: Tagged[], lexicon: Lexicon): ClauseWords {
       // subject and auxiliary words
     } else if (m.kind === 'symbol' && m.text === ',') {
       // list punctuation
+    } else if (m.kind === 'word' && m.word === 'both') {
+      // "active both this week and last week": the clauses are joined (the guard checks they are);
+      // "used both web and iOS": each value is a condition of its own
+      w.both = true;
+    } else if (r === 'first_time') {
+      w.firstTime = true;
+    } else if (m.kind === 'word' && m.word === 'again') {
+      w.again = true;
     } else {
       unknown.push(m.raw);
       continue;
@@ -140,8 +158,13 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
   const { lexicon } = cx;
   const numbers = takeNumbers(run);
   const specs = takeFilters(run);
-  const { period, raw: periodRaw } = periodOf(run);
+  const back = samePeriod(run, cx);
+  const { period, raw: periodRaw } = back ?? periodOf(run);
   const w = clauseWords(run, lexicon);
+  if (w.again && !cx.previous)
+    throw new NotUnderstood('"Again" after what? Name the first time, e.g. "bought in May and again in June".', [
+      'again',
+    ]);
   for (const n of numbers) if (n.events) w.events.push(...n.events);
   const uniqueEvents = [...new Set(w.events)];
   if (w.all && uniqueEvents.length === 0 && specs.length === 0 && numbers.length === 0 && !period)
@@ -163,7 +186,8 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
   ) {
     const negated = w.negated;
     const inTotal = w.inTotal;
-    return didCondition({
+    if (w.firstTime) return firstTime(uniqueEvents, period, negated, run);
+    const did = didCondition({
       events: uniqueEvents,
       specs,
       period,
@@ -175,6 +199,7 @@ export function clauseCondition(run: Tagged[], cx: ClauseContext): Condition {
       otherNumbers,
       lexicon,
     });
+    return w.both ? eachValue(did) : did;
   }
   if (numbers.length > 0) {
     for (const n of otherNumbers) if (n.key) specs.push(numericSpec(n));
@@ -228,7 +253,8 @@ function propertyCondition(
       continue;
     }
     const carriers = lexicon.eventsWithKey(filter.key);
-    parts.push({ type: 'did', events: carriers, filters: [filter], ...(period ? { period } : {}) });
+    const did: Condition = { type: 'did', events: carriers, filters: [filter], ...(period ? { period } : {}) };
+    parts.push(w.both ? eachValue(did) : did);
   }
   const c = and(parts);
   return negated ? not(c) : c;

@@ -4,7 +4,7 @@
 // by `clauseCondition`: an action (did an event, with filters, a number of times, a total, a
 // period), activity, first seen, email or phone, or user properties.
 import type { Condition } from './ast.js';
-import { and, isRole, not, targetsOf } from './clause.js';
+import { and, isRole, not, roleOf, targetsOf } from './clause.js';
 import { clauseCondition, isSubject } from './clause-condition.js';
 import type { Lexicon } from './lexicon.js';
 import type { Reading, Tagged } from './mentions.js';
@@ -108,6 +108,9 @@ class Structure {
     const before = this.ms[i - 1];
     const after = this.ms[i + 1];
     if (!after) return true;
+    // "that month": the period of the clause before, not a new clause
+    if (isRole(this.ms[i], 'rel') && this.ms[i]!.raw.toLowerCase() === 'that' && roleOf(after).startsWith('unit:'))
+      return false;
     const keys = (m: Tagged | undefined) => new Set(targetsOf(m, 'value').map((t) => (t as { key: string }).key));
     const a = keys(before);
     if ([...keys(after)].some((k) => a.has(k))) return false;
@@ -137,6 +140,7 @@ class Structure {
         // "with" right after a subject or "who" does not end the clause: "users with a phone"
         break;
       }
+      if (i > start && startsAction(m) && doneAction(this.ms.slice(start, i))) break;
       i++;
     }
     const run = this.ms.slice(start, i);
@@ -165,6 +169,17 @@ class Structure {
     return c;
   }
 }
+
+/** Words that name what a user did: an event, signing up, being active. */
+const startsAction = (m: Tagged) =>
+  (m.kind === 'target' && targetsOf(m).some((t) => t.kind === 'event')) ||
+  isRole(m, 'first_seen', 'active', 'inactive', 'returning');
+
+/**
+ * A run that already holds an action and its period: the next action starts a clause of its own
+ * ("signed up in May made a purchase in June", "signed up in May are still active this week").
+ */
+const doneAction = (run: Tagged[]) => run.some((m) => m.kind === 'period') && run.some(startsAction);
 
 function findDid(c: Condition): string[] | undefined {
   if (c.type === 'did' && c.events.length > 0) return c.events;

@@ -1,7 +1,7 @@
 // Interpretations: one plain sentence saying what was computed and over which period, for every
 // answer (`interpretation`) and for audiences ("understood as: ..."). Written from the AST, so it
 // says what the SQL does, not what the question said.
-import type { Bounds, Condition, Dimension, EventSet, Filter, Measure, Part, Period, Query } from './ast.js';
+import type { Bounds, Condition, Dimension, EventSet, Filter, Measure, Part, Period, Query, Side } from './ast.js';
 import { describePeriod, metricDefaultPeriod, periodPhrase } from './periods.js';
 
 export interface DescribeContext {
@@ -232,7 +232,7 @@ export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Per
     let s =
       q.segment && q.segment.type !== 'all' ? `The number of ${describeUsers(q.segment, dc)}` : 'The number of users';
     if (q.groupBy) s += `, by ${dimension(q.groupBy)}${q.percent ? ' as a percentage of the total' : ''}`;
-    return `${s}. ${shape(q)}`;
+    return `${s}${versus(q, dc)}. ${shape(q)}`;
   }
   let s = measure(q.measure, q, dc);
   s = s.charAt(0).toUpperCase() + s.slice(1);
@@ -249,21 +249,32 @@ export function describeQuery(q: Query, dc: DescribeContext, defaultPeriod?: Per
   else if (q.bucket) s += `, per ${q.bucket} with every ${q.bucket} listed`;
   const period =
     q.period ?? (q.measure.kind === 'metric' ? metricDefaultPeriod(q.measure.metric, !!q.bucket) : defaultPeriod);
+  s += versus(q, dc);
   if (q.compare) s += `, compared between ${q.compare.map((p) => describePeriod(p, dc.today, dc.now)).join(' and ')}`;
   else if (period) s += `, ${periodPhrase(period, dc.today, dc.now)}`;
   else s += ', over all time';
   return `${s}. ${shape(q)}`;
 }
 
+/** The segments compared, each with what it adds ("premium" (users whose plan is "premium")). */
+function versus(q: Query, dc: DescribeContext): string {
+  if (!q.versus) return '';
+  const side = (v: Side) =>
+    `"${v.label}" (${[...v.filters.map(describeFilter), ...(v.segment ? [describeUsers(v.segment, dc)] : [])].join(', ')})`;
+  return `, compared between ${q.versus.map(side).join(' and ')}`;
+}
+
 /** What the answer looks like and whose events it counts, so that a reader sees what was computed. */
 function shape(q: Query): string {
   const rows = q.compare
     ? 'One row per period compared'
-    : q.groupBy
-      ? `One row per group${q.limit ? ` (at most ${q.limit})` : ''}`
-      : q.bucket && !q.average
-        ? `One row per ${q.bucket}`
-        : 'One figure';
+    : q.versus
+      ? 'One row per segment compared, in the order written'
+      : q.groupBy
+        ? `One row per group${q.limit ? ` (at most ${q.limit})` : ''}`
+        : q.bucket && !q.average
+          ? `One row per ${q.bucket}`
+          : 'One figure';
   const who = q.segment && q.segment.type !== 'all' ? 'only the users described' : "all of the app's users";
   return `${rows}, counting ${who}.`;
 }

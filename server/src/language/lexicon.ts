@@ -175,7 +175,10 @@ export class Lexicon {
     return out;
   }
 
-  /** The closest lexicon word to a misspelt one, when there is exactly one close enough. */
+  /**
+   * The closest lexicon word to a misspelt one, when there is exactly one close enough. Two letters
+   * swapped ("veiws", "revneue") count as one mistake, as in Damerau's distance.
+   */
   correct(word: string, extra: Iterable<string>): string | null {
     if (word.length < 4 || isEnglish(word) || !/^[a-z]+$/.test(word)) return null;
     const limit = word.length >= 8 ? 2 : 1;
@@ -185,7 +188,7 @@ export class Lexicon {
     const base = (w: string) => forms(w).sort()[0]!;
     for (const candidate of [...this.vocabulary, ...extra]) {
       if (Math.abs(candidate.length - word.length) > limit || candidate.length < 4) continue;
-      const d = distance(word, candidate);
+      const d = swapped(word, candidate) ? 1 : distance(word, candidate);
       if (d < bestDistance) {
         best = candidate;
         bestDistance = d;
@@ -335,3 +338,11 @@ function sameEntry(a: Entry, b: Entry): boolean {
 }
 
 export { SKIPPABLE };
+
+/** Whether two words differ only by two neighbouring letters swapped ("veiws" and "views"). */
+function swapped(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  return i < a.length - 1 && a[i] === b[i + 1] && a[i + 1] === b[i] && a.slice(i + 2) === b.slice(i + 2);
+}

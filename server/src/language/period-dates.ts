@@ -143,7 +143,18 @@ export function chronoDates(tokens: Token[], source: string, today: string): Map
     }
     found.set(first, { start: first, end: last + 1, first: a, last: b, unit, label: label === text ? text : label });
   }
+  mayBeforeVs(tokens, found, reference, today);
   return found;
+}
+
+/** "May vs June": "may" is a month before a comparison too (chrono reads it only after a preposition). */
+function mayBeforeVs(tokens: Token[], found: Map<number, DateHit>, reference: Date, today: string) {
+  for (let i = 0; i < tokens.length; i++) {
+    if (word(tokens, i) !== 'may' || found.has(i) || !['vs', 'versus', 'v'].includes(word(tokens, i + 1))) continue;
+    const [r] = chrono.en.parse('in may', { instant: reference, timezone: 0 }, { forwardDate: false });
+    const hit = r && toDates(r.start, today);
+    if (hit) found.set(i, { start: i, end: i + 1, first: hit.first, last: hit.last, unit: hit.unit, label: hit.label });
+  }
 }
 
 export function toDates(

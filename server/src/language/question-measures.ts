@@ -68,7 +68,11 @@ export class QuestionMeasures extends QuestionShape {
   protected perQuery(per: Tagged, specs: FilterSpec[], numbers: NumberSpec[]): Query {
     const i = this.ms.indexOf(per);
     per.used = true;
-    const after = this.ms[this.next(i)];
+    let at = this.next(i);
+    // "per paying customer": a user who paid
+    const paying = isRole(this.ms[at], 'paying') ? this.ms[at] : undefined;
+    if (paying) at = this.next(at);
+    const after = this.ms[at];
     const before = [...this.ms.slice(0, i)]
       .reverse()
       .find((m) => !m.used && !isFiller(m) && !isRole(m, 'agg:avg', 'count'));
@@ -88,7 +92,18 @@ export class QuestionMeasures extends QuestionShape {
       return null;
     };
     const num = part(before);
-    const den = part(after);
+    let den = part(after);
+    if (paying && den?.measure === 'users' && den.events.length === 0) den = { ...den, events: this.moneyEvents() };
+    if (paying && den) paying.used = true;
+    // "per paying customer" read as an event then people: the users who did it
+    const people = this.ms[this.next(at)];
+    const doers = eventsOf(after) && !targetsOf(after, 'agent').length && isRole(people, 'users');
+    if (doers && num) {
+      den = { measure: 'users', events: eventsOf(after)!, filters: [] };
+      people!.used = true;
+    }
+    // "average total spent per buyer": the total is the buyers' own
+    if (num?.measure === 'sum') this.take('agg:sum');
     if (!num || !den)
       throw new NotUnderstood(
         `"${before?.raw ?? ''} per ${after?.raw ?? ''}": Tally divides counts of events, users or revenue.`,
@@ -137,6 +152,10 @@ export class QuestionMeasures extends QuestionShape {
 
   /** "what percentage of users made a purchase", "share of premium users". */
   protected share(users: Tagged | undefined, specs: FilterSpec[], numbers: NumberSpec[]): Query {
+    if (this.periodsInClauses)
+      throw new NotUnderstood(
+        'A percentage of users who did one thing in one period and another in a second period: Tally cannot yet tell which users the percentage is of. Ask for the two numbers, e.g. "how many users signed up in May" and "how many users who signed up in May purchased in June".',
+      );
     if (users) users.used = true;
     this.take('out_of');
     const rest = this.unused().filter((m) => !isFiller(m) && !(m.kind === 'role' && QUIET_ROLES.has(m.role)));
@@ -160,7 +179,8 @@ export class QuestionMeasures extends QuestionShape {
     for (const m of this.filterMentions) m.used = false;
     const run = this.ms.filter((m) => !m.used || rest.includes(m));
     const periodMention = this.ms.find((m) => m.kind === 'period');
-    const mentions: Tagged[] = run.filter((m) => m.kind !== 'period');
+    // periods of the clauses stay where they were written
+    const mentions: Tagged[] = run.filter((m) => m.kind !== 'period' || this.periodsInClauses);
     if (this.period && periodMention) {
       // the period belongs to the condition ("made a purchase last month")
       mentions.push(periodMention);
@@ -202,7 +222,8 @@ export class QuestionMeasures extends QuestionShape {
       if (users) users.used = true;
       const distinct = users ? this.ms.slice(0, at).find((m) => !m.used && isRole(m, 'unique')) : undefined;
       if (distinct) distinct.used = true;
-      this.take('active');
+      // "still active this week" belongs to its clause
+      if (!this.periodsInClauses) this.take('active');
       const rest = this.unused().filter(
         (m) => !isFiller(m) && !(m.kind === 'role' && QUIET_ROLES.has(m.role) && !isRole(m, 'and', 'with', 'rel')),
       );

@@ -8,6 +8,7 @@ import type { Tagged } from './mentions.js';
 import { NotUnderstood } from './not-understood.js';
 import { mergeAdjacent } from './periods.js';
 import { QuestionState } from './question-state.js';
+import { readSides } from './versus.js';
 
 export class QuestionShape extends QuestionState {
   protected relativeSegment() {
@@ -34,6 +35,10 @@ export class QuestionShape extends QuestionState {
   protected periods() {
     const ps = this.ms.filter((m) => m.kind === 'period' && !m.used);
     for (const p of this.ms.filter((m) => isRole(m, 'all_time'))) p.used = true;
+    if (!this.has('vs', 'change', 'wow', 'mom') && this.clausePeriods(ps)) {
+      this.periodsInClauses = true;
+      return;
+    }
     const vs = this.take('vs', 'change', 'wow', 'mom');
     for (const p of ps) p.used = true;
     const periods = ps.map((p) => (p.kind === 'period' ? p.period : null)!);
@@ -51,6 +56,11 @@ export class QuestionShape extends QuestionState {
         this.compare = p.parts;
         return;
       }
+      this.sides = vs && isRole(vs, 'vs') ? (readSides(this.ms, vs) ?? undefined) : undefined;
+      if (this.sides) {
+        this.period = periods[0];
+        return;
+      }
       if (vs && !isRole(vs, 'change'))
         throw new NotUnderstood('Compared with what? Name both periods, e.g. "this week vs last week".');
       if (vs) vs.used = false;
@@ -58,6 +68,8 @@ export class QuestionShape extends QuestionState {
       return;
     }
     if (periods.length === 0) {
+      this.sides = vs && isRole(vs, 'vs') ? (readSides(this.ms, vs) ?? undefined) : undefined;
+      if (this.sides) return;
       if (vs && !isRole(vs, 'change'))
         throw new NotUnderstood('Compared with what? Name both periods, e.g. "this week vs last week".');
       if (vs) vs.used = false;
@@ -78,6 +90,26 @@ export class QuestionShape extends QuestionState {
     throw new NotUnderstood(
       `Two periods ("${ps.map((p) => p.raw).join('", "')}"): compare them with "vs", or ask about one.`,
     );
+  }
+
+  /**
+   * Two periods or more in a question about users, each with its own action ("bought in May and
+   * again in June", "active both this week and last week"): the periods belong to clauses about the
+   * users, not to the question. Periods joined by a connector only ("yesterday or today") are one.
+   */
+  protected clausePeriods(ps: Tagged[]): boolean {
+    if (ps.length < 2) return false;
+    const people = this.ms.some(
+      (m) => !m.used && (isRole(m, 'users', 'visitors', 'returning') || targetsOf(m, 'agent').length > 0),
+    );
+    if (!people) return false;
+    const a = this.ms.indexOf(ps[0]!);
+    const b = this.ms.indexOf(ps[ps.length - 1]!);
+    const inside = this.ms
+      .slice(a + 1, b)
+      .filter((m) => m.kind !== 'period' && m.kind !== 'symbol' && !isRole(m, 'and', 'or', 'to'));
+    const both = this.ms.slice(0, a).some((m) => m.kind === 'word' && m.word === 'both');
+    return inside.length > 0 || both;
   }
 
   protected absorbBetween(ps: Tagged[]) {
@@ -212,12 +244,21 @@ export class QuestionShape extends QuestionState {
 
   /** "which country ...", "which day ..." */
   protected whichDimension(i: number, m: Tagged, r: string) {
-    // "which country ...", "which day ..."
-    const k = this.next(i);
+    // "which country ...", "which day ...", "which 2 categories ... the fewest"
+    let k = this.next(i);
+    const n = this.ms[k];
+    const count = n?.kind === 'number' && !n.money && !n.percent && Number.isInteger(n.value) && n.value > 0;
+    if (count) k = this.next(k);
     const d = this.dimensionAt(k);
     const ranked = this.ms.some((x) => !x.used && isRole(x, 'most', 'least', 'top', 'bottom'));
+    if (count && !(d && ranked)) return;
     if (d && (!('kind' in d.dim && d.dim.kind === 'user') || ranked)) {
       m.used = true;
+      // the number of rows, for the ranking word that follows ("the fewest")
+      if (count) {
+        n.used = true;
+        this.order = { order: 'desc', limit: n.value };
+      }
       this.setDimension('bucket' in d.dim ? { kind: 'time', unit: d.dim.bucket } : d.dim);
       for (let x = k; x <= d.end; x++) this.ms[x]!.used = true;
       if (r === 'rank' && !this.order) this.order = { order: 'desc' };
@@ -234,6 +275,12 @@ export class QuestionShape extends QuestionState {
         // "breakdown of purchases by country": the dimension comes later
         m.used = true;
       }
+      return;
+    }
+    // "purchases by premium users vs free users": "by" names the segments compared
+    if (this.sides && 'kind' in d.dim && d.dim.kind === 'user') {
+      m.used = true;
+      this.ms[k]!.used = true;
       return;
     }
     // "per user" after a count is a ratio, unless totals per user are asked

@@ -7,6 +7,7 @@ import type { Lexicon } from './lexicon.js';
 import type { Tagged } from './mentions.js';
 import { NotUnderstood } from './not-understood.js';
 import { place, relevantEvents, scopeOf } from './place.js';
+import { placeSides, type SideSpec } from './versus.js';
 
 /** Roles that carry no meaning once the structure is read. */
 export const QUIET_ROLES = new Set([
@@ -53,6 +54,13 @@ export class QuestionState {
   protected filterMentions: Tagged[] = [];
   /** "revenue from users who ...": the users the question is about. */
   protected relSegment?: Condition;
+  /**
+   * "users who signed up in May and bought in June": each period belongs to a clause about the
+   * users, so the periods stay in the mentions for the criteria reader.
+   */
+  protected periodsInClauses = false;
+  /** "premium vs free": the segments compared. */
+  protected sides?: SideSpec[];
 
   constructor(
     protected readonly ms: Tagged[],
@@ -165,6 +173,7 @@ export class QuestionState {
       ...(order ? { order: order.order, ...(order.limit ? { limit: order.limit } : {}) } : {}),
       ...(this.compare ? { compare: this.compare } : {}),
     };
+    if (this.sides) return { ...query, versus: placeSides(lexicon, this.sides, query, scopeEvents) };
     if (query.compare && (query.groupBy || query.bucket))
       throw new NotUnderstood('A comparison of periods gives one figure per period: drop the breakdown.');
     return query;

@@ -164,6 +164,10 @@ export const MEASURE_ROLES: [string, string][] = [
   ['different', 'unique'],
   ['individual', 'unique'],
   ['active', 'active'],
+  // "came back this month": active again, in a period of its own
+  ...['came back', 'come back', 'comes back', 'coming back', 'returned to the app'].map(
+    (p) => [p, '!active'] as [string, string],
+  ),
   ['inactive', '!inactive'],
   ['dormant', '!inactive'],
   ['paying', 'paying'],
@@ -180,6 +184,8 @@ export const MEASURE_ROLES: [string, string][] = [
   ['joined', '!first_seen'],
   ['registered', '!first_seen'],
   ['first seen', '!first_seen'],
+  // "first-time buyers", "their first purchase", "bought for the first time": the first ever
+  ...['first time', 'first-time', 'for the first time', 'first'].map((p) => [p, '!first_time'] as [string, string]),
   ['last seen', '!last_seen'],
   ['last active', '!last_seen'],
   ['last activity', '!last_seen'],

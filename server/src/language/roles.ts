@@ -208,6 +208,8 @@ export const BUILTIN: [string, string][] = [
   ['all time', '!all_time'],
   ['of all time', '!all_time'],
   ['ever', 'all_time'],
+  ['lifetime', 'all_time'],
+  ['all-time', 'all_time'],
   ['so far', 'all_time'],
   ['to date', 'all_time'],
   ['in total', 'all_time'],

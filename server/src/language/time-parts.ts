@@ -152,7 +152,8 @@ export function readTimeParts(text: string): { text: string; parts: TimeParts } 
 }
 
 /** The question with its hours and weekdays, or a refusal when its measure cannot take them. */
-export function applyTimeParts(q: Query, parts: TimeParts): Query {
+export function applyTimeParts(asked: Query, parts: TimeParts): Query {
+  const q = parts.groupBy && parts.rank ? doneMost(asked) : asked;
   const said = parts.phrases.map((p) => `"${p.trim()}"`).join(', ');
   const m = q.measure;
   const onEvents = m.kind === 'events' || m.kind === 'aggregate' || (m.kind === 'users' && !q.segment);
@@ -177,4 +178,21 @@ export function applyTimeParts(q: Query, parts: TimeParts): Query {
     }
   }
   return out;
+}
+
+/**
+ * "What hour do people buy the most": the hours ranked by the events the people did, not by the
+ * people (a users' count with one action becomes the count of that action's events).
+ */
+function doneMost(q: Query): Query {
+  const did = q.segment;
+  if (q.measure.kind !== 'users' || q.period || q.events.events.length > 0 || q.events.filters.length > 0) return q;
+  if (did?.type !== 'did' || did.times || did.total || did.events.length === 0) return q;
+  const { segment: _, ...rest } = q;
+  return {
+    ...rest,
+    measure: { kind: 'events' },
+    events: { events: did.events, filters: did.filters },
+    ...(did.period ? { period: did.period } : {}),
+  };
 }

@@ -38,6 +38,16 @@ const CONTRACTIONS: Record<string, string[]> = {
   "where's": ['where', 'is'],
   "it's": ['it', 'is'],
   "let's": ['let', 'us'],
+  // written without the apostrophe
+  ...Object.fromEntries(
+    ['have', 'has', 'had', 'did', 'do', 'does', 'is', 'was', 'were', 'are', 'could', 'would', 'should'].map((w) => [
+      `${w}nt`,
+      [w, 'not'],
+    ]),
+  ),
+  dont: ['do', 'not'],
+  cant: ['can', 'not'],
+  wont: ['will', 'not'],
 };
 
 const NUMBER_SUFFIX: Record<string, number> = { k: 1_000, m: 1_000_000 };
@@ -49,7 +59,9 @@ const PATTERN = new RegExp(
   [
     /(?<quoted>"[^"]*"|“[^”]*”|‘[^’]*’|(?<![\p{L}\p{N}])'[^']+'(?![\p{L}\p{N}]))/u.source,
     /(?<iso>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?)(?![\d-])/u.source,
-    /(?<literal>[\p{L}\p{N}._%+-]*@[\p{L}\p{N}.-]+|(?:[\p{L}\p{N}-]+\.)+(?:com|org|net|io|co|fr|de|uk|dev|app)\b)/u
+    // bounded (the lengths e-mail addresses and domain labels allow) so that a long run of dashes
+    // or dots is read in linear time, not tried again from every position
+    /(?<literal>[\p{L}\p{N}._%+-]{0,64}@[\p{L}\p{N}.-]{1,253}|(?:[\p{L}\p{N}][\p{L}\p{N}-]{0,62}\.){1,8}(?:com|org|net|io|co|fr|de|uk|dev|app)\b)/u
       .source,
     /(?<slash>\d{1,2}\/\d{1,2}(?:\/\d{2,4})?)(?![\d/])/u.source,
     /(?<money>[$€£]\s?\d[\d,]*(?:\.\d+)?[km]?|\d[\d,]*(?:\.\d+)?[km]?\s?[$€£])(?![\p{L}\p{N}])/u.source,

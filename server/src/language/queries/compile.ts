@@ -39,6 +39,23 @@ function compile(sql: Sql, q: Query): string {
     );
     return `select c.period, c.value from (values ${rows.join(', ')}) as c(n, period, value) order by c.n`;
   }
+  if (q.versus) {
+    const rows = q.versus.map((side, i) => {
+      const segment = side.segment
+        ? q.segment
+          ? { type: 'and' as const, of: [q.segment, side.segment] }
+          : side.segment
+        : q.segment;
+      const one: Query = {
+        ...q,
+        versus: undefined,
+        events: { ...q.events, filters: [...q.events.filters, ...side.filters] },
+        ...(segment ? { segment } : {}),
+      };
+      return `(${i + 1}, ${sql.p(side.label)}, (${scalar(sql, one)}))`;
+    });
+    return `select c.segment, c.value from (values ${rows.join(', ')}) as c(n, segment, value) order by c.n`;
+  }
   if (q.measure.kind === 'metric') return metricSql(sql, q, q.measure.metric);
   if (q.bucket && q.average)
     return `select round(avg(s.value), 2) as value from (${series(sql, { ...q, average: undefined })}) as s`;
