@@ -6,12 +6,10 @@
 // committed document closes objects with: the same answers through Prism reading the committed
 // document pass unnoticed, which is why a Prism run gives it a copy closed with
 // `additionalProperties: false` (helpers/closed-contract.ts).
-import http from 'node:http';
-import type net from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CONTRACT_PATH, loadContract } from '../../server/src/contract.js';
-import { type Closable, prismDocument, startPrismRun } from '../helpers/prism.js';
-import { type PrismFront, type PrismViolation, startPrismFront } from '../helpers/prism-front.js';
+import { prismDocument } from '../helpers/prism.js';
+import { throughPrism } from '../helpers/prism-stand-in.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: OpenAPI objects are walked generically here.
 type Node = Record<string, any>;
@@ -20,50 +18,24 @@ const exampleOf = (media: Node) => (Object.values(media.examples as Node)[0] as 
 const REQUEST = exampleOf(upsert.requestBody.content['application/json']);
 const ANSWER = exampleOf(upsert.responses['200'].content['application/json']);
 
-/** What the stand-in answers next: status and body. */
-let next: { status: number; body: unknown } = { status: 200, body: ANSWER };
-let app: http.Server;
-let appUrl: string;
-
-beforeAll(async () => {
-  app = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () =>
-      res.writeHead(next.status, { 'content-type': 'application/json' }).end(JSON.stringify(next.body)),
-    );
-  });
-  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-  appUrl = `http://127.0.0.1:${(app.address() as net.AddressInfo).port}`;
-});
-afterAll(async () => {
-  app?.closeAllConnections();
-  await new Promise((resolve) => app?.close(resolve));
-});
-
-/** A Prism run on `document` with a front for the stand-in, collecting what the front reports. */
+/** POST /v1/users through a Prism run on `document`: what the front reported. */
 function through(document?: string) {
-  const state: { prism?: Closable; front?: PrismFront; found: PrismViolation[] } = { found: [] };
-  beforeAll(async () => {
-    state.prism = await startPrismRun(document);
-    state.front = await startPrismFront(state.prism.url, appUrl, (v) => state.found.push(v));
-  });
-  afterAll(async () => {
-    await state.front?.close();
-    await state.prism?.close();
-  });
+  const run = throughPrism(document);
   return async (answer: { status: number; body: unknown }, body: unknown = REQUEST) => {
-    next = answer;
-    state.found.length = 0;
-    const res = await fetch(`${state.front!.url}/v1/users`, {
-      method: 'POST',
-      headers: { authorization: 'Bearer tk_live_stand-in', 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
+    const sent = await run.send(
+      {
+        method: 'POST',
+        url: '/v1/users',
+        headers: { authorization: 'Bearer tk_live_stand-in', 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      },
+      answer,
+    );
     // Prism passes the answer on as the stand-in gave it (`--errors false`); it only reports.
-    expect(res.status).toBe(answer.status);
-    expect(await res.json()).toEqual(answer.body);
-    expect(state.front!.counts().bypassed).toBe(0);
-    return state.found.map((v) => `${v.method} ${v.path} -> ${v.status}: ${v.problem}`);
+    expect(sent.status).toBe(answer.status);
+    expect(sent.body).toEqual(answer.body);
+    expect(sent.bypassed).toBe(false);
+    return sent.found;
   };
 }
 

@@ -143,13 +143,15 @@ export async function startDispatcher(): Promise<Closable> {
     if (headers[HOST_HEADER]) headers.host = String(headers[HOST_HEADER]);
     delete headers[UPSTREAM_HEADER];
     delete headers[HOST_HEADER];
-    const out = http.request(`${target}${req.url}`, { method: req.method, headers }, (answer) => {
+    const out = http.request(`${target}${req.url}`, { method: req.method, headers, agent: false }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.rawHeaders);
       answer.pipe(res);
     });
     out.on('error', () => res.destroy());
     req.pipe(out);
   });
+  // Prism keeps its connections to the dispatcher alive: never close one under it as it idles.
+  server.keepAliveTimeout = 0;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
   return {

@@ -50,6 +50,11 @@ export interface Tenant {
 
 export interface TestServer {
   url: string;
+  /**
+   * The server itself, never through Prism (a Prism run's `url` is a front before Prism): for what a
+   * buffering proxy hides, such as a client abandoning an answer halfway.
+   */
+  directUrl: string;
   db: Database;
   config: Config;
   jobs: JobRunner;
@@ -112,6 +117,7 @@ export async function startTestServer(
   const clientFor = (apiKey?: string) => createTallyClient({ baseUrl: url, apiKey });
   return {
     url,
+    directUrl: running.url,
     db,
     config,
     jobs: running.jobs,
