@@ -79,10 +79,29 @@ interface Unplaced {
 
 /** Refuses (NotUnderstood) when a meaning-changing word of the text does not show in `read`. */
 export function guardMeaning(reading: Reading, read: Query | Condition, kind: 'question' | 'criteria'): void {
+  if (kind === 'question') refuseUnreadFilters(read as Query);
   const facts = kind === 'question' ? queryFacts(read as Query) : conditionFacts(read as Condition);
   const missing = unplaced(reading, facts, kind);
   if (!missing) return;
   throw new NotUnderstood(teach(missing, reading), [missing.word], rephrase(missing, reading, facts, kind));
+}
+
+/**
+ * A ratio (a figure per user, a share) is computed from its two parts alone: filters left on the
+ * query's events would not be in the answer, which would then count other events. Refused, with the
+ * two numbers the engine can give instead.
+ */
+function refuseUnreadFilters(q: Query): void {
+  if (q.measure.kind !== 'ratio' || q.events.filters.length === 0) return;
+  const what = q.events.filters
+    .map((f) => `${f.key} ${f.op === 'in' || f.op === 'eq' ? 'is' : f.op} ${f.values.join(' or ')}`)
+    .join(' and ');
+  const event = q.measure.numerator.events[0] ?? 'events';
+  throw new NotUnderstood(
+    `Tally cannot yet apply "${what}" to a figure per user or a share: it would be left out of the answer, which would then count every ${event}. Ask for the two numbers apart.`,
+    [what],
+    [`how many ${event} where ${what}`, `how many users did ${event} where ${what}`],
+  );
 }
 
 /** Token indices covered by time expressions: their words ("before", "no") belong to the period. */
