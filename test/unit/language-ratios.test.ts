@@ -62,3 +62,47 @@ describe('ratios and the filters they cannot carry', () => {
     expect(ast.segment).toEqual({ type: 'user', filter: { key: 'country', op: 'in', values: ['US'] } });
   });
 });
+
+describe('rates Tally has no built-in figure for', () => {
+  const shop = new Lexicon({
+    events: ['add_to_cart', 'purchase', 'page_view'].map((name) => ({
+      name,
+      displayName: null,
+      volume: 10,
+      firstSeen: null,
+      properties: [],
+    })),
+    userProperties: [],
+    users: 3,
+  });
+
+  it.each(['what is the cart abandonment rate last month', 'how many abandoned carts this week'])(
+    "%s: refused with the usual definition and its two parts in the app's events",
+    (question) => {
+      let refusal: unknown;
+      try {
+        understandQuestion(question, shop, clock);
+      } catch (err) {
+        refusal = err;
+      }
+      expect(refusal).toBeInstanceOf(NotUnderstood);
+      const e = refusal as NotUnderstood;
+      expect(e.message).toContain('added something to their cart in a period and did not buy');
+      expect(e.rephrasings).toEqual([
+        'how many users did add_to_cart last month',
+        'how many users did add_to_cart last month but never purchase last month',
+      ]);
+      // ...and the rephrasings are answered, the second with both steps in the same month
+      for (const r of e.rephrasings) expect(understandQuestion(r, shop, clock).ast.measure.kind).toBe('users');
+      const both = understandQuestion(e.rephrasings[1]!, shop, clock).ast.segment as {
+        of: { period?: unknown; of?: { period?: unknown } }[];
+      };
+      expect(both.of[0]!.period).toMatchObject({ label: 'last month' });
+      expect(both.of[1]!.of!.period).toMatchObject({ label: 'last month' });
+    },
+  );
+
+  it('a cart question without the rate is read as usual', () => {
+    expect(understandQuestion('how many add to carts last week', shop, clock).ast.measure.kind).toBe('events');
+  });
+});

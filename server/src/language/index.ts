@@ -10,6 +10,7 @@ import { parseCriteria } from './criteria.js';
 import { guardMeaning } from './guard.js';
 import { type Lexicon, nameWords } from './lexicon.js';
 import { read } from './mentions.js';
+import { refuseNamedRates } from './named-rates.js';
 import { NotUnderstood } from './not-understood.js';
 import { applySequence, readSequence } from './sequence.js';
 import { applyTimeParts, readTimeParts } from './time-parts.js';
@@ -46,6 +47,7 @@ const signupEvent = (lexicon: Lexicon) =>
 
 /** Reads an analytics question; throws NotUnderstood. */
 export function understandQuestion(text: string, lexicon: Lexicon, clock: Clock): Understood<Query> {
+  refuseNamedRates(text, lexicon);
   // hours and weekdays ("on weekends", "by hour of day") first, then the rest as usual
   const timed = readTimeParts(text);
   // "vs the 14 days before": one period, compared with the one before it
