@@ -60,6 +60,11 @@ const EXPECTED: [string, string | null, string | null][] = [
   ['from 2026-03-01 to 2026-03-07', '2026-03-01', '2026-03-07'],
   ['over the weekend', '2026-03-28', '2026-03-29'],
   ['on Monday', '2026-03-30', '2026-03-30'],
+  // "may" is a month after these words too, not only after "in" (the clock is in March: last May)
+  ['since May', '2025-05-01', null],
+  ['since the start of May', '2025-05-01', null],
+  ['before May', null, '2025-04-30'],
+  ['in May', '2025-05-01', '2025-05-31'],
 ];
 
 describe('time expressions', () => {

@@ -147,10 +147,14 @@ export function chronoDates(tokens: Token[], source: string, today: string): Map
   return found;
 }
 
-/** "May vs June": "may" is a month before a comparison too (chrono reads it only after a preposition). */
+/** Words before "may" that make it the month (chrono reads it as one only after "in"). */
+const MAY_AFTER = new Set(['since', 'of', 'until', 'till', 'before', 'after', 'from', 'through', 'during']);
+
+/** "May vs June", "since May", "the start of may": "may" is the month there too. */
 function mayBeforeVs(tokens: Token[], found: Map<number, DateHit>, reference: Date, today: string) {
   for (let i = 0; i < tokens.length; i++) {
-    if (word(tokens, i) !== 'may' || found.has(i) || !['vs', 'versus', 'v'].includes(word(tokens, i + 1))) continue;
+    if (word(tokens, i) !== 'may' || found.has(i)) continue;
+    if (!['vs', 'versus', 'v'].includes(word(tokens, i + 1)) && !MAY_AFTER.has(word(tokens, i - 1))) continue;
     const [r] = chrono.en.parse('in may', { instant: reference, timezone: 0 }, { forwardDate: false });
     const hit = r && toDates(r.start, today);
     if (hit) found.set(i, { start: i, end: i + 1, first: hit.first, last: hit.last, unit: hit.unit, label: hit.label });
