@@ -12,6 +12,29 @@ import { deltaKeys, pairs } from './rollup-pairs.js';
 const KEY = `'YYYY-MM-DD HH24:MI'`;
 
 /**
+ * The users the unfolded deltas touch, each with two sets of active (`events`) or paying
+ * (`revenue_events`) days: with the deltas (sign +1) and without (sign -1), as CTE
+ * `sets(user_id, day, sign)`; within [lo, hi) when a range is given, else over their whole
+ * history. Counting a figure over both sets, signed, gives the change the deltas make. Needs `k`.
+ */
+function deltaUserSets(appId: string, col: 'events' | 'revenue_events', range?: { lo: string; hi: string }) {
+  const within = (alias: string) => (range ? ` and ${alias}.day >= ?::date and ${alias}.day < ?::date` : '');
+  const bounds = range ? [range.lo, range.hi] : [];
+  return {
+    sql: `kr as (select * from k where true${within('k')}),
+     folded as (select u.user_id, u.day, u.${col} as n from user_days u
+                where u.app_id = ?::uuid${within('u')} and u.user_id in (select user_id from kr)),
+     sets as (
+       select user_id, day, -1 as sign from folded where n > 0
+       union all
+       select coalesce(f.user_id, kr.user_id), coalesce(f.day, kr.day), 1
+       from folded f full join kr on kr.user_id = f.user_id and kr.day = f.day
+       where coalesce(f.n, 0) + coalesce(kr.${col}, 0) > 0)`,
+    bindings: [...bounds, appId, ...bounds],
+  };
+}
+
+/**
  * Per day in [lo, hi): the change the unfolded deltas make to the users active (`events`) or
  * paying (`revenue_events`) that day, as CTE `adj(day, n)`. Needs `k`.
  */
@@ -74,20 +97,11 @@ export async function activityWindowEdges(
   const w = Math.floor(windowDays);
   if (w < 1 || w > LONGEST_WINDOW_DAYS) throw new Error(`windows of 1 to ${LONGEST_WINDOW_DAYS} days only (got ${w})`);
   const k = deltaKeys(appId, r.timeZone);
+  const sets = deltaUserSets(appId, 'events', r);
   const found = await rows<{ t: string; n: string }>(
     db,
     r.timeoutMs,
-    `with ${k.sql},
-     kr as (select * from k where day >= ?::date and day < ?::date),
-     folded as (select u.user_id, u.day, u.events from user_days u
-                where u.app_id = ?::uuid and u.day >= ?::date and u.day < ?::date
-                  and u.user_id in (select user_id from kr)),
-     sets as (
-       select user_id, day, -1 as sign from folded where events > 0
-       union all
-       select coalesce(f.user_id, kr.user_id), coalesce(f.day, kr.day), 1
-       from folded f full join kr on kr.user_id = f.user_id and kr.day = f.day
-       where coalesce(f.events, 0) + coalesce(kr.events, 0) > 0),
+    `with ${k.sql}, ${sets.sql},
      set_pairs as (
        select sign, day as a, lag(day) over (partition by user_id, sign order by day) as p from sets),
      days as (select day, active from app_days where app_id = ?::uuid and day >= ?::date and day < ?::date),
@@ -103,7 +117,7 @@ export async function activityWindowEdges(
        union all select a, -sign from set_pairs where a - p < ${w}
        union all select p + ${w}, sign from set_pairs where a - p < ${w})
      select to_char(t::timestamp, ${KEY}) as t, sum(n) as n from edges group by t having sum(n) <> 0 order by t`,
-    [...k.bindings, r.lo, r.hi, appId, r.lo, r.hi, appId, r.lo, r.hi, appId, r.lo, r.hi],
+    [...k.bindings, ...sets.bindings, appId, r.lo, r.hi, appId, r.lo, r.hi],
   );
   return found.map((row) => ({ at: row.t, delta: Number(row.n) }));
 }
@@ -119,22 +133,12 @@ export async function usersPerPeriod(
   r: MetricRange & { unit: 'week' | 'month' },
   paying: boolean,
 ): Promise<Map<string, number>> {
-  const col = paying ? 'revenue_events' : 'events';
   const k = deltaKeys(appId, r.timeZone);
+  const sets = deltaUserSets(appId, paying ? 'revenue_events' : 'events', r);
   const found = await rows<{ k: string; n: string }>(
     db,
     r.timeoutMs,
-    `with ${k.sql},
-     kr as (select * from k where day >= ?::date and day < ?::date),
-     folded as (select u.user_id, u.day, u.${col} as n from user_days u
-                where u.app_id = ?::uuid and u.day >= ?::date and u.day < ?::date
-                  and u.user_id in (select user_id from kr)),
-     sets as (
-       select user_id, day, -1 as sign from folded where n > 0
-       union all
-       select coalesce(f.user_id, kr.user_id), coalesce(f.day, kr.day), 1
-       from folded f full join kr on kr.user_id = f.user_id and kr.day = f.day
-       where coalesce(f.n, 0) + coalesce(kr.${col}, 0) > 0),
+    `with ${k.sql}, ${sets.sql},
      adj as (select b, sum(sign) as n from (
        select distinct user_id, sign, date_trunc('${unitSql(r.unit)}', day::timestamp) as b from sets) s group by b)
      select to_char(b, ${KEY}) as k, sum(n) as n from (
@@ -142,7 +146,7 @@ export async function usersPerPeriod(
        where app_id = ?::uuid and unit = ? and start >= ?::date and start < ?::date
        union all select b, n from adj) s
      group by b`,
-    [...k.bindings, r.lo, r.hi, appId, r.lo, r.hi, appId, r.unit, r.lo, r.hi],
+    [...k.bindings, ...sets.bindings, appId, r.unit, r.lo, r.hi],
   );
   return new Map(found.map((row) => [row.k, Number(row.n)]));
 }
@@ -167,6 +171,7 @@ export async function periodFlags(
 ): Promise<Map<string, PeriodFlags>> {
   const unit = unitSql(r.unit);
   const k = deltaKeys(appId, r.timeZone);
+  const sets = deltaUserSets(appId, 'events');
   const base =
     r.unit === 'day'
       ? `select d.day as b, d.active, coalesce(g.pairs, 0) as continued, d.first_users, d.first_next
@@ -177,15 +182,7 @@ export async function periodFlags(
   const found = await rows<{ k: string; active: string; continued: string; first_users: string; first_next: string }>(
     db,
     r.timeoutMs,
-    `with ${k.sql},
-     folded as (select u.user_id, u.day, u.events from user_days u
-                where u.app_id = ?::uuid and u.user_id in (select user_id from k)),
-     sets as (
-       select user_id, day, -1 as sign from folded where events > 0
-       union all
-       select coalesce(f.user_id, k.user_id), coalesce(f.day, k.day), 1
-       from folded f full join k on k.user_id = f.user_id and k.day = f.day
-       where coalesce(f.events, 0) + coalesce(k.events, 0) > 0),
+    `with ${k.sql}, ${sets.sql},
      buckets as (select distinct user_id, sign, date_trunc('${unit}', day::timestamp)::date as b from sets),
      flags as (
        select b, sign, row_number() over w = 1 as first,
@@ -199,7 +196,7 @@ export async function periodFlags(
      select to_char(b::timestamp, ${KEY}) as k, sum(active) as active, sum(continued) as continued,
             sum(first_users) as first_users, sum(first_next) as first_next
      from (${base} union all select * from adj) s group by b`,
-    [...k.bindings, appId, r.lo, r.hi, appId, r.lo, r.hi],
+    [...k.bindings, ...sets.bindings, r.lo, r.hi, appId, r.lo, r.hi],
   );
   return new Map(
     found.map((row) => [
@@ -264,20 +261,11 @@ export async function windowUsers(
   w: { timeZone: string; from: string; to: string; timeoutMs: number },
 ): Promise<{ users: number; userDays: number }> {
   const k = deltaKeys(appId, w.timeZone);
+  const sets = deltaUserSets(appId, 'events', { lo: w.from, hi: w.to });
   const [row] = await rows<{ users: string; user_days: string }>(
     db,
     w.timeoutMs,
-    `with ${k.sql},
-     kr as (select * from k where day >= ?::date and day < ?::date),
-     folded as (select u.user_id, u.day, u.events from user_days u
-                where u.app_id = ?::uuid and u.day >= ?::date and u.day < ?::date
-                  and u.user_id in (select user_id from kr)),
-     sets as (
-       select user_id, day, -1 as sign from folded where events > 0
-       union all
-       select coalesce(f.user_id, kr.user_id), coalesce(f.day, kr.day), 1
-       from folded f full join kr on kr.user_id = f.user_id and kr.day = f.day
-       where coalesce(f.events, 0) + coalesce(kr.events, 0) > 0),
+    `with ${k.sql}, ${sets.sql},
      days as (select coalesce(sum(active), 0) as n from app_days where app_id = ?::uuid and day >= ?::date and day < ?::date),
      gaps as (select coalesce(sum(pairs), 0) as n from app_day_gaps
               where app_id = ?::uuid and day >= ?::date and day + gap < ?::date)
@@ -285,7 +273,7 @@ export async function windowUsers(
               + (select count(distinct user_id) from sets where sign > 0)
               - (select count(distinct user_id) from sets where sign < 0) as users,
             (select n from days) + (select coalesce(sum(sign), 0) from sets) as user_days`,
-    [...k.bindings, w.from, w.to, appId, w.from, w.to, appId, w.from, w.to, appId, w.from, w.to],
+    [...k.bindings, ...sets.bindings, appId, w.from, w.to, appId, w.from, w.to],
   );
   return { users: Number(row?.users ?? 0), userDays: Number(row?.user_days ?? 0) };
 }
