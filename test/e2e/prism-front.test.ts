@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadContract } from '../../server/src/contract.js';
 import { prismDocument, UPSTREAM_HEADER } from '../helpers/prism.js';
-import { repeatedLists } from '../helpers/prism-front.js';
+import { failures, repeatedLists } from '../helpers/prism-front.js';
 import { throughPrism } from '../helpers/prism-stand-in.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: OpenAPI objects are walked generically here.
@@ -133,5 +133,19 @@ describe('Prism 5.14.2 given such a key itself', () => {
       });
     await expect(send()).rejects.toThrow();
     await expect(send()).rejects.toThrow();
+  });
+});
+
+describe("Prism's cut header with one request finding longer than the cut", () => {
+  const cut = `Too many violations! [{"location":["request","body"],"severity":"Error","code":"additionalProperties","message":"Request body must NOT have additional properties; found '${'é'.repeat(5000)}`;
+  it('does not fail the run when the server refused the request', () => {
+    expect(failures(cut, 400)).toEqual([]);
+  });
+  it('fails it when the server accepted the request', () => {
+    expect(failures(cut, 200)).toEqual([expect.stringMatching(/^unreadable sl-violations header/)]);
+  });
+  it('fails it when the cut one is an answer finding', () => {
+    const answer = cut.replace('["request","body"]', '["response","body"]');
+    expect(failures(answer, 400)).toEqual([expect.stringMatching(/^unreadable sl-violations header/)]);
   });
 });
