@@ -63,9 +63,28 @@ describe.runIf(process.env.TEST_DATABASE_URL)('with the checker off (PostgreSQL)
     expect(users.text).not.toContain('victim-secret');
   });
 
+  it("sees only its own app's rows of the activity rollup, which Tally's questions read", async () => {
+    const rollup = await query(
+      `SELECT count(DISTINCT app_id) AS apps, count(*) > 0 AS some FROM (
+         SELECT app_id FROM public.user_days UNION ALL SELECT app_id FROM public.activity_deltas) s`,
+    );
+    expect(rollup.body.data).toEqual([{ apps: 1, some: true }]);
+    const own = await query(
+      'SELECT DISTINCT app_id FROM public.user_days UNION SELECT app_id FROM public.activity_deltas',
+    );
+    expect(own.body.data).toEqual([{ app_id: tenant.app.id }]);
+    for (const table of ['user_days', 'activity_deltas']) {
+      const other = await query(`SELECT count(*) AS n FROM public.${table} WHERE app_id = '${victim.app.id}'`);
+      expect(other.body.data, table).toEqual([{ n: 0 }]);
+    }
+  });
+
   it('cannot read the columns it was not granted, keys, other tables or files', async () => {
     for (const sql of [
       'SELECT ip, ua FROM public.events',
+      'SELECT id FROM public.activity_deltas',
+      'SELECT * FROM public.app_days',
+      'SELECT * FROM public.app_rollups',
       'SELECT * FROM public.api_keys',
       'SELECT * FROM public.sandbox_login',
       'SELECT * FROM public.organizations',

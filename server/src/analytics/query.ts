@@ -8,6 +8,7 @@ import { analyticsSqlPrompt } from '../language/prompts.js';
 import { languageContext, readQuestion, refusal } from '../language/service.js';
 import { LlmError } from '../llm/index.js';
 import { runOverRelations, runSandboxedQuery, type SandboxResult } from '../sandbox/sandbox.js';
+import { rollupAnswers } from './metrics.js';
 
 export type QueryMethod = 'rules' | 'llm' | 'llm_sql' | 'sql';
 
@@ -71,7 +72,7 @@ export async function answerQuery(
   const lc = await languageContext(ctx, app.id);
   const read = await readQuestion(ctx, lc, query);
   if (read.method !== 'llm_sql') {
-    const compiled = compileQuery(read.ast, lc.compile);
+    const compiled = compileQuery(read.ast, { ...lc.compile, rollup: await rollupCanAnswer(ctx, app.id, lc.timeZone) });
     const result = await runOverRelations(ctx, app.id, compiled.statement, compiled.params, options);
     let interpretation = describeQuery(read.ast, lc.clock);
     if (read.corrections.length > 0) {
@@ -103,6 +104,19 @@ export async function answerQuery(
       ? answer.explanation.trim()
       : 'SQL written by the language model.';
   return done(await runSandboxedQuery(ctx, app.id, answer.sql, options), 'llm_sql', explanation.slice(0, 500), 0.5);
+}
+
+/**
+ * Whether questions may read the app's activity rollup: it is ready in the organization's time
+ * zone, and the sandbox reads it (embedded mode; an unconfined PostgreSQL setup, where Tally's own
+ * statements run on Tally's pool; or a sandbox role granted the rollup's tables).
+ */
+async function rollupCanAnswer(ctx: ServiceContext, appId: string, timeZone: string): Promise<boolean> {
+  if (!(await rollupAnswers(ctx, appId, timeZone))) return false;
+  const executor = ctx.sandbox.executor;
+  if (executor.embedded) return true;
+  const confinement = await executor.confinement();
+  return !confinement.confined || confinement.readsRollup === true;
 }
 
 const FORMULA_START = /^[=+\-@\t\r]/;

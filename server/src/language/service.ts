@@ -42,6 +42,7 @@ export async function languageContext(ctx: ServiceContext, appId: string): Promi
     timeZone,
     clock: { today, now },
     compile: {
+      appId,
       now,
       timeZone,
       today,

@@ -17,6 +17,13 @@ export interface CompileContext {
   conversionEvents: string[];
   /** First time each event was seen (ISO), for series over all time. */
   firstSeen: (events: string[]) => string | null;
+  /**
+   * The app's activity rollup can answer (ready in `timeZone`, readable by the sandbox): questions
+   * it holds read it instead of raw events (compile-rollup.ts). Absent: raw events.
+   */
+  rollup?: boolean;
+  /** The app (`$1` of the statement), written into the statement shown to the caller. */
+  appId?: string;
 }
 
 export class Sql {
@@ -28,7 +35,7 @@ export class Sql {
   /** Binds a value: `$n::cast`. */
   p(
     value: unknown,
-    cast: 'text' | 'numeric' | 'int' | 'timestamp' | 'timestamptz' | 'jsonb' | 'bigint' = 'text',
+    cast: 'text' | 'numeric' | 'int' | 'timestamp' | 'timestamptz' | 'jsonb' | 'bigint' | 'date' = 'text',
   ): string {
     this.params.push(value);
     return `$${this.params.length + 1}::${cast}`;
@@ -65,7 +72,8 @@ export class Sql {
 
   /** The statement with its parameters written in as literals (what the API reports as `sql`). */
   display(statement: string): string {
-    return statement.replace(/\$(\d+)::(\w+)/g, (_, n: string, cast: string) => {
+    return statement.replace(/\$(\d+)::(\w+)/g, (all, n: string, cast: string) => {
+      if (n === '1') return this.cx.appId ? `'${this.cx.appId}'::${cast}` : all;
       const v = this.params[Number(n) - 2];
       if (cast === 'numeric' || cast === 'int' || cast === 'bigint') return String(v);
       const text = `'${String(v).replace(/'/g, "''")}'`;

@@ -9,6 +9,7 @@ import type { Bucket, Condition, Dimension, EventSet, Part, Query } from '../ast
 import { bucketsOf } from './compile-buckets.js';
 import { metricSql } from './compile-metrics.js';
 import { type CompileContext, Sql } from './compile-parts.js';
+import { rollupSource } from './compile-rollup.js';
 
 export type { CompileContext };
 
@@ -183,7 +184,9 @@ function source(
   sql: Sql,
   q: Query,
   dim: Dimension | null,
-): { from: string; where: string; alias: string; key: string | null } {
+  /** Whether the activity rollup may answer (a time series broken down by a dimension reads events). */
+  rollup = true,
+): { from: string; where: string; alias: string; key: string | null; measure?: string; having?: string[] } {
   if (onUsers(q)) {
     const u = 'u';
     let where = 'true';
@@ -195,6 +198,8 @@ function source(
     if (key) where += ` and ${key} is not null`;
     return { from: `users ${u}`, where, alias: u, key };
   }
+  const fromRollup = rollup ? rollupSource(sql, q, dim) : null;
+  if (fromRollup) return fromRollup;
   const e = 'e';
   const needsUser = dim?.kind === 'user_property';
   const from = needsUser ? `events ${e} join users u on u.user_id = ${e}.user_id` : `events ${e}`;
@@ -252,15 +257,15 @@ const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
 /** SELECT of the measure, grouped by `dim` when given. */
 function grouped(sql: Sql, q: Query, dim: Dimension | null): string {
   const src = source(sql, q, dim);
-  const m = measureExpr(sql, q, src.alias);
+  const m = src.measure ?? measureExpr(sql, q, src.alias);
   if (!dim) return `select ${m} from ${src.from} where ${src.where}`;
-  return `select ${src.key} as k, ${m} as v from ${src.from} where ${src.where} group by 1${having(sql, q, m)}`;
+  return `select ${src.key} as k, ${m} as v from ${src.from} where ${src.where} group by 1${having(sql, q, m, src.having)}`;
 }
 
-function having(sql: Sql, q: Query, m: string): string {
+function having(sql: Sql, q: Query, m: string, own: string[] = []): string {
   const b = q.having;
-  if (!b) return '';
-  const parts: string[] = [];
+  const parts = [...own];
+  if (!b) return parts.length ? ` having ${parts.join(' and ')}` : '';
   if (b.gt !== undefined) parts.push(`${m} > ${sql.p(b.gt, 'numeric')}`);
   if (b.gte !== undefined) parts.push(`${m} >= ${sql.p(b.gte, 'numeric')}`);
   if (b.lt !== undefined) parts.push(`${m} < ${sql.p(b.lt, 'numeric')}`);
@@ -310,22 +315,22 @@ function series(sql: Sql, q: Query): string {
   const first = onUsers(q) || q.measure.kind === 'new_users' ? sql.cx.firstSeen([]) : sql.cx.firstSeen(q.events.events);
   const list = bucketsOf(sql, q, unit, first ? localOf(new Date(first), sql.cx.timeZone).slice(0, 10) : null);
   const values = list.map((b) => `(${sql.p(b.label)})`).join(', ');
-  const measureQ: Query = { ...q, bucket: undefined, groupBy: undefined };
+  // The bucket stays on the measured query: "users per week" counts active users, not profiles.
+  const measureQ: Query = { ...q, groupBy: undefined };
   if (!q.groupBy) {
-    const src = source(sql, measureQ, null);
-    const key = timeKey(sql, unit, `${src.alias}.created_at`);
-    const m = measureExpr(sql, measureQ, src.alias);
+    const src = source(sql, measureQ, { kind: 'time', unit });
+    const m = src.measure ?? measureExpr(sql, measureQ, src.alias);
     return `select b.date, coalesce(s.v, 0) as value from (values ${values}) as b(date)
-left join (select ${key} as k, ${m} as v from ${src.from} where ${src.where} group by 1) as s on s.k = b.date
+left join (select ${src.key} as k, ${m} as v from ${src.from} where ${src.where} group by 1) as s on s.k = b.date
 order by b.date`;
   }
   const dim = q.groupBy;
   const col = quote(dimensionColumn(dim));
-  const dsrc = source(sql, { ...measureQ, groupBy: dim }, dim);
+  const dsrc = source(sql, { ...measureQ, groupBy: dim }, dim, false);
   const dkey = dsrc.key!;
   const tkey = timeKey(sql, unit, `${dsrc.alias}.created_at`);
   const m2 = measureExpr(sql, measureQ, dsrc.alias);
-  const dsrc2 = source(sql, { ...measureQ, groupBy: dim }, dim);
+  const dsrc2 = source(sql, { ...measureQ, groupBy: dim }, dim, false);
   return `select b.date, d.k as ${col}, coalesce(s.v, 0) as value from (values ${values}) as b(date)
 cross join (select distinct ${dsrc2.key} as k from ${dsrc2.from} where ${dsrc2.where}) as d
 left join (select ${tkey} as t, ${dkey} as k, ${m2} as v from ${dsrc.from} where ${dsrc.where} group by 1, 2) as s on s.t = b.date and s.k = d.k

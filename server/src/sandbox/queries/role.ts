@@ -10,8 +10,12 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type pg from 'pg';
 
-/** Columns of the real tables the sandbox relations read (ip, ua and the rest stay unreadable). */
-export const SANDBOX_COLUMNS: Readonly<Record<'events' | 'users', readonly string[]>> = {
+/**
+ * Columns of the real tables the sandbox role reads (ip, ua and the rest stay unreadable): the
+ * sandbox relations' `events` and `users`, and the activity rollup (`user_days` and its unfolded
+ * `activity_deltas`), which only statements Tally writes itself read (language/queries/compile-rollup.ts).
+ */
+export const SANDBOX_COLUMNS: Readonly<Record<SandboxTable, readonly string[]>> = {
   events: ['id', 'app_id', 'user_id', 'event_name', 'properties', 'created_at', 'is_bot'],
   users: [
     'id',
@@ -25,7 +29,12 @@ export const SANDBOX_COLUMNS: Readonly<Record<'events' | 'users', readonly strin
     'last_active',
     'event_count',
   ],
+  user_days: ['app_id', 'day', 'user_id', 'events', 'revenue', 'revenue_events'],
+  activity_deltas: ['app_id', 'user_id', 'slot', 'events', 'revenue', 'revenue_events'],
 };
+type SandboxTable = 'events' | 'users' | 'user_days' | 'activity_deltas';
+/** The rollup's tables: each readable only with row-level security in force. */
+const ROLLUP_TABLES = ['user_days', 'activity_deltas'] as const;
 
 /** The setting the row-level-security policies read; the sandbox sets it per transaction. */
 export const APP_SETTING = 'tally.app_id';
@@ -70,7 +79,7 @@ export function sandboxSetupStatements(role: string, appRole: string, password: 
         USING (app_id = nullif(current_setting('${APP_SETTING}', true), '')::uuid);
     END IF;
   END $$`;
-  const grant = (table: 'events' | 'users') => `DO $$ BEGIN
+  const grant = (table: SandboxTable) => `DO $$ BEGIN
     IF EXISTS (SELECT 1 FROM unnest(ARRAY['${SANDBOX_COLUMNS[table].join("','")}']) c
                WHERE NOT has_column_privilege(${lit}, 'public.${table}', c, 'SELECT')) THEN
       GRANT SELECT (${SANDBOX_COLUMNS[table].join(', ')}) ON public.${table} TO ${r};
@@ -99,10 +108,13 @@ export function sandboxSetupStatements(role: string, appRole: string, password: 
     `DO $$ BEGIN
       IF NOT has_schema_privilege(${lit}, 'public', 'USAGE') THEN GRANT USAGE ON SCHEMA public TO ${r}; END IF;
     END $$`,
-    grant('events'),
-    grant('users'),
+    // Row-level security first, so no moment lets the role read another app's rollup rows.
     rls('events'),
     rls('users'),
+    ...ROLLUP_TABLES.map(rls),
+    grant('events'),
+    grant('users'),
+    ...ROLLUP_TABLES.map(grant),
     `DO $$ DECLARE f regprocedure; BEGIN
       FOR f IN SELECT p.oid::regprocedure FROM pg_proc p WHERE ${FORBIDDEN_FUNCTIONS_PREDICATE}
                AND has_function_privilege(${lit}, p.oid, 'EXECUTE') LOOP
@@ -168,6 +180,11 @@ export interface Confinement {
   confined: boolean;
   /** What is wrong, in words an operator can act on. */
   problems: string[];
+  /**
+   * Whether the role reads the activity rollup (with row-level security in force on it): Tally's
+   * questions read it when so, raw events otherwise (a setup an operator ran before it existed).
+   */
+  readsRollup?: boolean;
 }
 
 /** Checks, over a connection logged in as the sandbox role, that it is confined as it must be. */
@@ -199,15 +216,30 @@ export async function checkConfinement(client: pg.ClientBase): Promise<Confineme
     await client.query(`SELECT c.relname, c.relrowsecurity,
       EXISTS (SELECT 1 FROM pg_policies p WHERE p.schemaname = 'public' AND p.tablename = c.relname
               AND p.policyname = 'tally_sandbox_app') AS policy
-      FROM pg_class c WHERE c.oid IN ('public.events'::regclass, 'public.users'::regclass)`)
+      FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
+        AND c.relname IN ('events', 'users', ${ROLLUP_TABLES.map((t) => `'${t}'`).join(', ')})`)
   ).rows as { relname: string; relrowsecurity: boolean; policy: boolean }[];
+  // A table the role can read at all (any column) must keep it to one app.
+  const readable = (
+    await client.query(
+      `SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
+         AND c.relname IN ('events', 'users', ${ROLLUP_TABLES.map((t) => `'${t}'`).join(', ')})
+         AND has_any_column_privilege(c.oid, 'SELECT')`,
+    )
+  ).rows.map((r: { relname: string }) => r.relname);
   for (const t of rls) {
-    if (!t.relrowsecurity || !t.policy) problems.push(`row-level security is not in force on ${t.relname}`);
+    if (
+      (!t.relrowsecurity || !t.policy) &&
+      (readable.includes(t.relname) || !ROLLUP_TABLES.includes(t.relname as never))
+    )
+      problems.push(`row-level security is not in force on ${t.relname}`);
   }
   const reads = (
     await client.query(`SELECT has_column_privilege('public.events', 'event_name', 'SELECT') AS events,
-      has_column_privilege('public.users', 'external_id', 'SELECT') AS users`)
+      has_column_privilege('public.users', 'external_id', 'SELECT') AS users,
+      has_column_privilege('public.user_days', 'events', 'SELECT')
+        AND has_column_privilege('public.activity_deltas', 'slot', 'SELECT') AS rollup`)
   ).rows[0];
   if (!reads.events || !reads.users) problems.push('it cannot read the events and users it must');
-  return { confined: problems.length === 0, problems };
+  return { confined: problems.length === 0, problems, readsRollup: reads.rollup === true };
 }

@@ -1,0 +1,114 @@
+// Questions the activity rollup answers instead of raw events (issue 33): distinct users, numbers
+// of events and money (total or average), in all or per day, week or month, or per user, over
+// whole local days, with no condition on the events or the users. The rollup is `user_days` (one
+// row per local day and user: events, revenue, events carrying revenue) plus the deltas not
+// folded into it yet (`activity_deltas`, 15-minute UTC slots, signed), so the figures are exact
+// at every moment; a question with event names, filters, a segment, hours or a money property of
+// the app's own reads raw events as before. The statement reads the two tables directly (the
+// sandbox role may read them, row-level security keeps it to the app of `$1`), and only Tally's
+// own statements do: callers' SQL still sees `events` and `users` alone.
+// test/e2e/rollups.test.ts compares every such question with raw events after random histories.
+import type { Dimension, Period, Query } from '../ast.js';
+import { resolveAnchor } from '../periods.js';
+import type { Sql } from './compile-parts.js';
+
+/** What the rollup gives a question: rows (alias `d`), their filter, the measure and the dimension. */
+export interface RollupSource {
+  from: string;
+  where: string;
+  alias: string;
+  key: string | null;
+  measure: string;
+  /** Conditions on the groups, beyond the question's own (`having`). */
+  having: string[];
+}
+
+type RollupMeasure = 'users' | 'events' | 'sum' | 'avg';
+
+/** The measure when the rollup holds it: distinct users, events, or the money of events (sum or average). */
+function measureOf(sql: Sql, q: Query): RollupMeasure | null {
+  const m = q.measure;
+  if (m.kind === 'users' || m.kind === 'events') return m.kind;
+  if (m.kind !== 'aggregate' || m.key !== '$revenue' || (m.fn !== 'sum' && m.fn !== 'avg')) return null;
+  // The rollup's revenue is `revenue`, else `amount` (DESIGN §6): an app's own money property is not in it.
+  const key = sql.cx.moneyKey;
+  return key === null || key === 'revenue' || key === 'amount' ? m.fn : null;
+}
+
+/** The local dates [from, to) of a period of whole days; null when an end falls within a day (hours). */
+function wholeDays(sql: Sql, period: Period | undefined): { from?: string; to?: string } | null {
+  const out: { from?: string; to?: string } = {};
+  for (const end of ['from', 'to'] as const) {
+    const anchor = period?.[end];
+    if (!anchor) continue;
+    const r = resolveAnchor(anchor, sql.cx.today, sql.cx.now);
+    if (!('local' in r) || r.local.slice(11) !== '00:00:00') return null;
+    out[end] = r.local.slice(0, 10);
+  }
+  return out;
+}
+
+function dimensionFits(dim: Dimension | null, what: RollupMeasure): boolean {
+  if (!dim) return true;
+  if (dim.kind === 'time') return dim.unit !== 'hour';
+  return dim.kind === 'user' && what !== 'users';
+}
+
+/** The rows of the rollup for a question, or null when it must read raw events. */
+export function rollupSource(sql: Sql, q: Query, dim: Dimension | null): RollupSource | null {
+  if (!sql.cx.rollup || q.segment || q.events.events.length > 0 || q.events.filters.length > 0) return null;
+  const what = measureOf(sql, q);
+  if (!what || !dimensionFits(dim, what)) return null;
+  const days = wholeDays(sql, q.period);
+  if (!days) return null;
+
+  const from = days.from === undefined ? null : sql.p(days.from, 'date');
+  const to = days.to === undefined ? null : sql.p(days.to, 'date');
+  const within = (day: string) => (from ? ` and ${day} >= ${from}` : '') + (to ? ` and ${day} < ${to}` : '');
+  const slotDay = `(x.slot at time zone ${sql.tz()})::date`;
+  const rows = `(select r.day, r.user_id as user_key, r.events, r.revenue, r.revenue_events
+   from public.user_days r where r.app_id = $1::uuid${within('r.day')}
+   union all
+   select ${slotDay}, x.user_id, x.events, x.revenue, x.revenue_events
+   from public.activity_deltas x where x.app_id = $1::uuid${within(slotDay)})`;
+
+  const key = !dim
+    ? null
+    : dim.kind === 'time'
+      ? `to_char(date_trunc('${dim.unit}', d.day::timestamp), 'YYYY-MM-DD')`
+      : 'u.user_id';
+  const byUser = (source: string) => (dim?.kind === 'user' ? `${source} join users u on u.id = d.user_key` : source);
+  switch (what) {
+    case 'users':
+      // A user counts on a day when their events there, with the deltas, are more than none.
+      return {
+        from: `(select a.day, a.user_key from ${rows} as a group by 1, 2 having sum(a.events) > 0) as d`,
+        where: 'true',
+        alias: 'd',
+        key,
+        measure: 'count(distinct d.user_key)',
+        having: [],
+      };
+    case 'events':
+      return {
+        from: byUser(`${rows} as d`),
+        where: 'true',
+        alias: 'd',
+        key,
+        measure: 'coalesce(sum(d.events), 0)',
+        having: dim?.kind === 'user' ? ['sum(d.events) > 0'] : [],
+      };
+    default:
+      return {
+        from: byUser(`${rows} as d`),
+        where: 'd.revenue_events <> 0',
+        alias: 'd',
+        key,
+        measure:
+          what === 'sum'
+            ? 'round(coalesce(sum(d.revenue), 0), 2)'
+            : 'round(sum(d.revenue) / nullif(sum(d.revenue_events), 0), 2)',
+        having: dim?.kind === 'user' ? ['sum(d.revenue_events) > 0'] : [],
+      };
+  }
+}

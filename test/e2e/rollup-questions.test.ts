@@ -1,0 +1,99 @@
+// Questions answered from the activity rollup, through the API as an integrator asks them (the
+// generated client): a question the rollup holds reads it once the rollup is ready in the
+// organization's time zone (its `sql` says so) and gives the same rows as raw events; while the
+// rollup is being built, or after the time zone changed and before it is rebuilt, the same
+// question reads raw events. On PostgreSQL the question runs as the confined sandbox role, so
+// this also shows the role may read the rollup. Exactness after random histories:
+// test/e2e/rollups.test.ts.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { foldRollups, rebuildRollups } from '../../server/src/analytics/rollups.js';
+import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
+
+const NOW = new Date('2026-03-14T12:00:00Z');
+let server: TestServer;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  server = await startTestServer({}, { clock: () => NOW, jobs: () => false });
+  tenant = await server.createTenant();
+  // Three users over three days; two purchases carry revenue.
+  const at = (day: number, hour: number) => new Date(Date.UTC(2026, 2, day, hour)).toISOString();
+  const events = [
+    { user_id: 'ann', event_name: 'open', timestamp: at(11, 9) },
+    { user_id: 'ann', event_name: 'purchase', timestamp: at(11, 10), properties: { revenue: 20 } },
+    { user_id: 'bob', event_name: 'open', timestamp: at(11, 23) },
+    { user_id: 'bob', event_name: 'open', timestamp: at(12, 8) },
+    { user_id: 'cat', event_name: 'purchase', timestamp: at(13, 7), properties: { amount: 5.5 } },
+  ];
+  const res = await tenant.client.eventsTrackBatch({ body: { events } });
+  expect(res.response.status).toBe(200);
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+const ask = async (query: string) => {
+  const res = await tenant.client.analyticsQuery({ body: { app_id: tenant.app.id, query } });
+  expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+  return res.data as { data: Record<string, unknown>[]; sql?: string; interpretation: string };
+};
+const last3 = (rows: Record<string, unknown>[]) => rows.slice(-4, -1);
+
+describe('questions the activity rollup answers', () => {
+  it('read the rollup when it is ready, before and after a fold, with the same rows as raw events', async () => {
+    const before = await ask('unique users per day for the last 30 days');
+    expect(before.sql).toContain('public.user_days');
+    expect(before.sql).toContain(`'${tenant.app.id}'::uuid`);
+    expect(last3(before.data)).toEqual([
+      { date: '2026-03-11', value: 2 },
+      { date: '2026-03-12', value: 1 },
+      { date: '2026-03-13', value: 1 },
+    ]);
+    await foldRollups(server.db.knex);
+    const after = await ask('unique users per day for the last 30 days');
+    expect(after.data).toEqual(before.data);
+    const revenue = await ask('total revenue this month');
+    expect(revenue.sql).toContain('public.user_days');
+    expect(revenue.data).toEqual([{ value: 25.5 }]);
+    const events = await ask('number of events this week');
+    expect(events.data).toEqual([{ value: 5 }]);
+  });
+
+  it('read raw events while the rollup is rebuilt, and the rollup again once it is ready', async () => {
+    const knex = server.db.knex;
+    await knex('app_rollups').where({ app_id: tenant.app.id }).update({ state: 'building' });
+    const building = await ask('unique users per day for the last 30 days');
+    expect(building.sql).not.toContain('user_days');
+    expect(last3(building.data)).toEqual([
+      { date: '2026-03-11', value: 2 },
+      { date: '2026-03-12', value: 1 },
+      { date: '2026-03-13', value: 1 },
+    ]);
+    await rebuildRollups(knex, { pauseFactor: 0, budgetMs: 60_000 });
+    expect((await ask('unique users per day for the last 30 days')).sql).toContain('public.user_days');
+  });
+
+  it('read raw events in a time zone the rollup is not kept in, until it is rebuilt there', async () => {
+    const knex = server.db.knex;
+    await knex('organizations').where({ id: tenant.organization.id }).update({ timezone: 'Pacific/Kiritimati' });
+    // Ann's 10:00 UTC purchase and Bob's 23:00 UTC open fall on the next local day at +14:00.
+    const moved = await ask('unique users per day for the last 30 days');
+    expect(moved.sql).not.toContain('user_days');
+    expect(last3(moved.data)).toEqual([
+      { date: '2026-03-12', value: 2 },
+      { date: '2026-03-13', value: 1 },
+      { date: '2026-03-14', value: 0 },
+    ]);
+    await rebuildRollups(knex, { pauseFactor: 0, budgetMs: 60_000 });
+    const rebuilt = await ask('unique users per day for the last 30 days');
+    expect(rebuilt.sql).toContain('public.user_days');
+    expect(rebuilt.data).toEqual(moved.data);
+  });
+
+  it('leave questions with event names, filters or hours to raw events', async () => {
+    for (const q of ['purchases per day last 30 days', 'unique users in the last 24 hours', 'events by hour today']) {
+      const answer = await ask(q);
+      expect(answer.sql, q).not.toContain('user_days');
+    }
+  });
+});
