@@ -42,8 +42,9 @@ const last3 = (rows: Record<string, unknown>[]) => rows.slice(-4, -1);
 describe('questions the activity rollup answers', () => {
   it('read the rollup when it is ready, before and after a fold, with the same rows as raw events', async () => {
     const before = await ask('unique users per day for the last 30 days');
-    expect(before.sql).toContain('public.user_days');
-    expect(before.sql).toContain(`'${tenant.app.id}'::uuid`);
+    // Active users per day are the dau metric's daily rows: no SQL runs.
+    expect(before.sql).toBeUndefined();
+    expect(before.interpretation).toContain('daily activity rollup');
     expect(last3(before.data)).toEqual([
       { date: '2026-03-11', value: 2 },
       { date: '2026-03-12', value: 1 },
@@ -56,13 +57,23 @@ describe('questions the activity rollup answers', () => {
     expect(revenue.sql).toContain('public.user_days');
     expect(revenue.data).toEqual([{ value: 25.5 }]);
     const events = await ask('number of events this week');
+    expect(events.sql).toContain('public.user_days');
+    expect(events.sql).toContain(`'${tenant.app.id}'::uuid`);
     expect(events.data).toEqual([{ value: 5 }]);
+    const perDay = await ask('events per day in the last 30 days');
+    expect(perDay.sql).toContain('public.activity_deltas');
+    expect(last3(perDay.data)).toEqual([
+      { date: '2026-03-11', value: 3 },
+      { date: '2026-03-12', value: 1 },
+      { date: '2026-03-13', value: 1 },
+    ]);
   });
 
   it('read raw events while the rollup is rebuilt, and the rollup again once it is ready', async () => {
     const knex = server.db.knex;
     await knex('app_rollups').where({ app_id: tenant.app.id }).update({ state: 'building' });
     const building = await ask('unique users per day for the last 30 days');
+    expect(building.sql).toContain('from events e');
     expect(building.sql).not.toContain('user_days');
     expect(last3(building.data)).toEqual([
       { date: '2026-03-11', value: 2 },
@@ -70,7 +81,8 @@ describe('questions the activity rollup answers', () => {
       { date: '2026-03-13', value: 1 },
     ]);
     await rebuildRollups(knex, { pauseFactor: 0, budgetMs: 60_000 });
-    expect((await ask('unique users per day for the last 30 days')).sql).toContain('public.user_days');
+    expect((await ask('unique users per day for the last 30 days')).sql).toBeUndefined();
+    expect((await ask('events per day in the last 30 days')).sql).toContain('public.user_days');
   });
 
   it('read raw events in a time zone the rollup is not kept in, until it is rebuilt there', async () => {
@@ -78,7 +90,7 @@ describe('questions the activity rollup answers', () => {
     await knex('organizations').where({ id: tenant.organization.id }).update({ timezone: 'Pacific/Kiritimati' });
     // Ann's 10:00 UTC purchase and Bob's 23:00 UTC open fall on the next local day at +14:00.
     const moved = await ask('unique users per day for the last 30 days');
-    expect(moved.sql).not.toContain('user_days');
+    expect(moved.sql).toContain('from events e');
     expect(last3(moved.data)).toEqual([
       { date: '2026-03-12', value: 2 },
       { date: '2026-03-13', value: 1 },
@@ -86,7 +98,7 @@ describe('questions the activity rollup answers', () => {
     ]);
     await rebuildRollups(knex, { pauseFactor: 0, budgetMs: 60_000 });
     const rebuilt = await ask('unique users per day for the last 30 days');
-    expect(rebuilt.sql).toContain('public.user_days');
+    expect(rebuilt.sql).toBeUndefined();
     expect(rebuilt.data).toEqual(moved.data);
   });
 

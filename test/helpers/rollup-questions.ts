@@ -2,8 +2,11 @@
 // events: each is compiled twice, to read the rollup and to read raw events, both run through the
 // sandbox as the API runs them, and the rows must be equal. The compiled statement must really
 // read the rollup, so a question that fell back to raw events fails here instead of passing
-// vacuously. Daily users, events and revenue are also checked against reference SQL in the test.
+// vacuously; and the question as the API answers it (answerQuery: series of active users come
+// from the dau metric) must give the same rows. Daily users, events and revenue are also checked
+// against reference SQL in the test.
 import { expect } from 'vitest';
+import { answerQuery } from '../../server/src/analytics/query.js';
 import type { ServiceContext } from '../../server/src/context.js';
 import { compileQuery, NotUnderstood, understandQuestion } from '../../server/src/language/index.js';
 import { languageContext } from '../../server/src/language/service.js';
@@ -57,6 +60,9 @@ export async function expectQuestionsFromRollupEqualRaw(
       runOverRelations(ctx, appId, fromRaw.statement, fromRaw.params, options),
     ]);
     expect(a.rows, `"${question}" in ${lc.timeZone}: rollup against raw events`).toEqual(b.rows);
+    // As the API answers it (series of active users come from the dau metric's daily rows).
+    const answer = await answerQuery(ctx, { id: appId }, question);
+    expect(answer.rows, `"${question}" in ${lc.timeZone} through the API's path`).toEqual(b.rows);
     return a.rows;
   };
   for (const q of [...ALWAYS, ...MONEY]) await run(q);

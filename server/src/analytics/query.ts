@@ -5,14 +5,17 @@ import { parse } from 'libpg-query';
 import type { ServiceContext } from '../context.js';
 import { compileQuery, describeQuery } from '../language/index.js';
 import { analyticsSqlPrompt } from '../language/prompts.js';
+import { activeUsersSeries } from '../language/queries/compile-rollup.js';
 import { languageContext, readQuestion, refusal } from '../language/service.js';
 import { LlmError } from '../llm/index.js';
 import { runOverRelations, runSandboxedQuery, type SandboxResult } from '../sandbox/sandbox.js';
-import { rollupAnswers } from './metrics.js';
+import { computeMetric, rollupAnswers } from './metrics.js';
 
 export type QueryMethod = 'rules' | 'llm' | 'llm_sql' | 'sql';
 
-export interface QueryAnswer extends SandboxResult {
+export interface QueryAnswer extends Omit<SandboxResult, 'sql'> {
+  /** The SQL that ran; absent when the answer came from the activity rollup's daily rows. */
+  sql?: string;
   method: QueryMethod;
   queryTimeMs: number;
   /** What was computed, over which period (one sentence). */
@@ -58,7 +61,12 @@ export async function answerQuery(
     organizationId: app.organization_id,
   };
   const started = performance.now();
-  const done = (result: SandboxResult, method: QueryMethod, interpretation: string, confidence = 1): QueryAnswer => ({
+  const done = (
+    result: Omit<SandboxResult, 'sql'> & { sql?: string },
+    method: QueryMethod,
+    interpretation: string,
+    confidence = 1,
+  ): QueryAnswer => ({
     ...result,
     method,
     interpretation,
@@ -72,12 +80,29 @@ export async function answerQuery(
   const lc = await languageContext(ctx, app.id);
   const read = await readQuestion(ctx, lc, query);
   if (read.method !== 'llm_sql') {
-    const compiled = compileQuery(read.ast, { ...lc.compile, rollup: await rollupCanAnswer(ctx, app.id, lc.timeZone) });
-    const result = await runOverRelations(ctx, app.id, compiled.statement, compiled.params, options);
+    const cx = { ...lc.compile, rollup: await rollupCanAnswer(ctx, app.id, lc.timeZone) };
     let interpretation = describeQuery(read.ast, lc.clock);
     if (read.corrections.length > 0) {
       interpretation = `${interpretation.replace(/\.$/, '')} (reading ${read.corrections.map(([a, b]) => `"${a}" as "${b}"`).join(', ')}).`;
     }
+    const series = activeUsersSeries(read.ast, cx);
+    if (series) {
+      // Distinct active users per day: the dau metric by day, one row a day.
+      const dau = await computeMetric(ctx, {
+        appId: app.id,
+        metric: 'dau',
+        granularity: series.unit,
+        startDate: series.startDate,
+        endDate: series.endDate,
+        timeZone: lc.timeZone,
+        conversionEvents: [],
+      });
+      const rows = dau.points.map((p) => ({ date: p.date, value: p.value }));
+      const note = `${interpretation.replace(/\.$/, '')} (read from the daily activity rollup, as the dau metric is; no SQL ran).`;
+      return done({ rows, truncated: false, columns: ['date', 'value'] }, read.method, note, read.confidence);
+    }
+    const compiled = compileQuery(read.ast, cx);
+    const result = await runOverRelations(ctx, app.id, compiled.statement, compiled.params, options);
     return done({ ...result, sql: compiled.display }, read.method, interpretation, read.confidence);
   }
   // Last resort: SQL written by the model, in the sandbox.

@@ -39,8 +39,10 @@ export const metricSeriesView = (s: AppMetricSeries): MetricSeries => ({
   metadata: { app_id: s.appId, start_date: s.startDate, end_date: s.endDate, granularity: s.granularity },
 });
 
-/** A query's answer; the fields the contract leaves optional are always given. */
-export const queryResultView = (answer: QueryAnswer): Required<AnalyticsQueryResult> => ({
+/** A query's answer; the fields the contract leaves optional are always given, but `sql` when none ran. */
+export const queryResultView = (
+  answer: QueryAnswer,
+): Required<Omit<AnalyticsQueryResult, 'sql'>> & Pick<AnalyticsQueryResult, 'sql'> => ({
   success: true,
   data: answer.rows,
   query_time_ms: answer.queryTimeMs,

@@ -183,7 +183,9 @@ export type AnalyticsQueryResult = {
      */
     rows_returned: number;
     /**
-     * The SQL that was run, when the query was translated or given as SQL.
+     * The SQL that was run, when the query was translated or given as SQL. Absent when a question
+     * asking for distinct active users per day was answered from the daily activity rollup, as the
+     * dau metric is (no SQL ran).
      */
     sql?: string;
     /**

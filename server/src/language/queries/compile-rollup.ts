@@ -8,9 +8,11 @@
 // sandbox role may read them, row-level security keeps it to the app of `$1`), and only Tally's
 // own statements do: callers' SQL still sees `events` and `users` alone.
 // test/e2e/rollups.test.ts compares every such question with raw events after random histories.
+import { addDays, localTimestamp } from '../../time.js';
 import type { Dimension, Period, Query } from '../ast.js';
 import { resolveAnchor } from '../periods.js';
-import type { Sql } from './compile-parts.js';
+import { bucketsOf } from './compile-buckets.js';
+import { type CompileContext, Sql } from './compile-parts.js';
 
 /** What the rollup gives a question: rows (alias `d`), their filter, the measure and the dimension. */
 export interface RollupSource {
@@ -111,4 +113,29 @@ export function rollupSource(sql: Sql, q: Query, dim: Dimension | null): RollupS
         having: dim?.kind === 'user' ? ['sum(d.revenue_events) > 0'] : [],
       };
   }
+}
+
+/**
+ * A series of distinct active users per day over whole days ("unique users per day for the last 30
+ * days"), with nothing else asked: the figures of the dau metric by day (GET
+ * /v1/analytics/metrics), which reads one row per day instead of one per user and day. (By week
+ * or month the metric averages its days, so weeks and months are counted by the statement above.)
+ * Returns the metric's range, or null for any other question.
+ */
+export function activeUsersSeries(
+  q: Query,
+  cx: CompileContext,
+): { unit: 'day'; startDate: string; endDate: string } | null {
+  const unit = q.bucket;
+  if (!cx.rollup || q.measure.kind !== 'users' || unit !== 'day') return null;
+  if (q.segment || q.groupBy || q.compare || q.versus || q.having || q.limit || q.order || q.percent || q.average)
+    return null;
+  if (q.events.events.length > 0 || q.events.filters.length > 0) return null;
+  const sql = new Sql(cx);
+  if (!wholeDays(sql, q.period)) return null;
+  const first = cx.firstSeen([]);
+  const list = bucketsOf(sql, q, unit, first ? localTimestamp(new Date(first), cx.timeZone).slice(0, 10) : null);
+  const last = list[list.length - 1];
+  if (!last) return null;
+  return { unit, startDate: list[0]!.lo.slice(0, 10), endDate: addDays(last.hi.slice(0, 10), -1) };
 }

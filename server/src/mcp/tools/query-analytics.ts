@@ -26,7 +26,10 @@ export const queryAnalytics = defineTool({
     data: z.array(z.record(z.string(), jsonValue())).describe('The rows, one object per row keyed by column name.'),
     query_time_ms: z.number(),
     rows_returned: z.number(),
-    sql: z.string().describe('The SQL that ran.'),
+    sql: z
+      .string()
+      .optional()
+      .describe('The SQL that ran; absent when the figures came from the daily activity rollup (no SQL ran).'),
     query_method: z.enum(['rules', 'llm', 'llm_sql', 'sql']),
     interpretation: z
       .string()
