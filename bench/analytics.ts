@@ -2,7 +2,7 @@
 // events, about 110 events per user over 90 days) into a database of its own, then measures the
 // median latency of every metric at every granularity, read through the activity rollup (as the
 // API does) and from raw events (`source: 'raw'`, the way before the rollup), the MCP engagement
-// figures, and five natural-language questions. Creates and drops its database; stops by itself.
+// figures, and eight natural-language questions. Creates and drops its database; stops by itself.
 // On PostgreSQL (BENCH_DATABASE_URL) and on the embedded database (a scratch data directory).
 // BENCH_ANALYTICS_USERS sets the scale (10,000 users: about a million events; 100,000: ten million).
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/analytics.ts
@@ -29,6 +29,10 @@ const QUESTIONS = [
   'top 5 events',
   'users with more than 200 events',
   'average revenue of purchases by week',
+  // answered from the activity rollup's user_days (and the dau metric for users per day)
+  'events per day in the last 30 days',
+  'unique users per week',
+  'revenue by week',
 ];
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const END = '2026-03-31';

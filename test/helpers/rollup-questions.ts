@@ -16,6 +16,8 @@ import { runOverRelations } from '../../server/src/sandbox/sandbox.js';
 const ALWAYS = [
   'unique users per day for the last 30 days',
   'active users per week',
+  'unique users per week for the last 30 days',
+  'unique users per month for the last 30 days',
   'unique users by month',
   'events per day in the last 14 days',
   'number of events last week compared to the week before',

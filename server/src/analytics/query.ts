@@ -9,7 +9,8 @@ import { activeUsersSeries } from '../language/queries/compile-rollup.js';
 import { languageContext, readQuestion, refusal } from '../language/service.js';
 import { LlmError } from '../llm/index.js';
 import { runOverRelations, runSandboxedQuery, type SandboxResult } from '../sandbox/sandbox.js';
-import { computeMetric, rollupAnswers } from './metrics.js';
+import { rollupAnswers } from './metrics.js';
+import { activeUsersPerBucket } from './queries/rollup-metrics.js';
 
 export type QueryMethod = 'rules' | 'llm' | 'llm_sql' | 'sql';
 
@@ -87,18 +88,16 @@ export async function answerQuery(
     }
     const series = activeUsersSeries(read.ast, cx);
     if (series) {
-      // Distinct active users per day: the dau metric by day, one row a day.
-      const dau = await computeMetric(ctx, {
-        appId: app.id,
-        metric: 'dau',
-        granularity: series.unit,
-        startDate: series.startDate,
-        endDate: series.endDate,
+      // Distinct active users per day, week or month, counted as the metrics count them.
+      const counts = await activeUsersPerBucket(ctx.db, app.id, {
         timeZone: lc.timeZone,
-        conversionEvents: [],
+        unit: series.unit,
+        lo: series.lo,
+        hi: series.hi,
+        timeoutMs: ctx.config.analyticsQueryTimeoutMs,
       });
-      const rows = dau.points.map((p) => ({ date: p.date, value: p.value }));
-      const note = `${interpretation.replace(/\.$/, '')} (read from the daily activity rollup, as the dau metric is; no SQL ran).`;
+      const rows = series.buckets.map((b) => ({ date: b.label, value: counts.get(b.key.slice(0, 16)) ?? 0 }));
+      const note = `${interpretation.replace(/\.$/, '')} (read from the daily activity rollup, as the metrics are; no SQL ran).`;
       return done({ rows, truncated: false, columns: ['date', 'value'] }, read.method, note, read.confidence);
     }
     const compiled = compileQuery(read.ast, cx);

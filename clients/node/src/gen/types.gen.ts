@@ -184,8 +184,8 @@ export type AnalyticsQueryResult = {
     rows_returned: number;
     /**
      * The SQL that was run, when the query was translated or given as SQL. Absent when a question
-     * asking for distinct active users per day was answered from the daily activity rollup, as the
-     * dau metric is (no SQL ran).
+     * asking for distinct active users per day, week or month was answered from the daily activity
+     * rollup, as the metrics are (no SQL ran).
      */
     sql?: string;
     /**

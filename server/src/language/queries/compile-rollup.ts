@@ -8,7 +8,7 @@
 // sandbox role may read them, row-level security keeps it to the app of `$1`), and only Tally's
 // own statements do: callers' SQL still sees `events` and `users` alone.
 // test/e2e/rollups.test.ts compares every such question with raw events after random histories.
-import { addDays, localTimestamp } from '../../time.js';
+import { localTimestamp } from '../../time.js';
 import type { Dimension, Period, Query } from '../ast.js';
 import { resolveAnchor } from '../periods.js';
 import { bucketsOf } from './compile-buckets.js';
@@ -116,18 +116,18 @@ export function rollupSource(sql: Sql, q: Query, dim: Dimension | null): RollupS
 }
 
 /**
- * A series of distinct active users per day over whole days ("unique users per day for the last 30
- * days"), with nothing else asked: the figures of the dau metric by day (GET
- * /v1/analytics/metrics), which reads one row per day instead of one per user and day. (By week
- * or month the metric averages its days, so weeks and months are counted by the statement above.)
- * Returns the metric's range, or null for any other question.
+ * A series of distinct active users per day, week or month over whole days ("unique users per day
+ * for the last 30 days", "weekly active users"), with nothing else asked: the buckets to count, as
+ * the metrics count active users per bucket (analytics/queries/rollup-metrics.ts: one row per day,
+ * week or month from the per-app rows, a clipped first or last week or month from the users'
+ * rows). Null for any other question.
  */
 export function activeUsersSeries(
   q: Query,
   cx: CompileContext,
-): { unit: 'day'; startDate: string; endDate: string } | null {
+): { unit: 'day' | 'week' | 'month'; lo: string; hi: string; buckets: { label: string; key: string }[] } | null {
   const unit = q.bucket;
-  if (!cx.rollup || q.measure.kind !== 'users' || unit !== 'day') return null;
+  if (!cx.rollup || q.measure.kind !== 'users' || !unit || unit === 'hour') return null;
   if (q.segment || q.groupBy || q.compare || q.versus || q.having || q.limit || q.order || q.percent || q.average)
     return null;
   if (q.events.events.length > 0 || q.events.filters.length > 0) return null;
@@ -137,5 +137,5 @@ export function activeUsersSeries(
   const list = bucketsOf(sql, q, unit, first ? localTimestamp(new Date(first), cx.timeZone).slice(0, 10) : null);
   const last = list[list.length - 1];
   if (!last) return null;
-  return { unit, startDate: list[0]!.lo.slice(0, 10), endDate: addDays(last.hi.slice(0, 10), -1) };
+  return { unit, lo: list[0]!.lo, hi: last.hi, buckets: list.map((b) => ({ label: b.label, key: b.key })) };
 }
