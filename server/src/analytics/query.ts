@@ -3,9 +3,8 @@
 // query AST, and only then to SQL written by the model, which runs in the same sandbox.
 import { parse } from 'libpg-query';
 import type { ServiceContext } from '../context.js';
-import { compileQuery, describeQuery } from '../language/index.js';
+import { activeUsersSeries, compileQuery, describeQuery } from '../language/index.js';
 import { analyticsSqlPrompt } from '../language/prompts.js';
-import { activeUsersSeries } from '../language/queries/compile-rollup.js';
 import { languageContext, readQuestion, refusal } from '../language/service.js';
 import { LlmError } from '../llm/index.js';
 import { runOverRelations, runSandboxedQuery, type SandboxResult } from '../sandbox/sandbox.js';

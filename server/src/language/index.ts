@@ -27,6 +27,7 @@ export {
   compileSegmentCount,
   compileSegmentMembers,
 } from './queries/compile.js';
+export { activeUsersSeries } from './queries/compile-rollup.js';
 export { NotUnderstood };
 
 export interface Clock {
