@@ -3,7 +3,9 @@
 // the embedded database) and wrk's single events (32 connections) then batches of 100
 // (8 connections), BENCH_SECONDS each after 1 s of warm-up; the bare server's single events are
 // measured in every round too, so each figure has its baseline of the same minute.
-// `npx tsx bench/ingest-ab.ts '{"A":{"INGEST_GROUPS_IN_FLIGHT":"4"},"B":{"INGEST_GROUPS_IN_FLIGHT":"2"}}' [rounds]`
+// `npx tsx bench/ingest-ab.ts '{"A":{"INGEST_GROUPS_IN_FLIGHT":"4"},"B":{"INGEST_GROUPS_IN_FLIGHT":"2"}}' [rounds]`;
+// a setting's `ROOT` runs the compiled server of another checkout (built there first), e.g. a
+// git worktree of the commit before a change: `{"before":{"ROOT":"/path/to/worktree"},"after":{}}`.
 import { bareServer, compiledServer, event, scratchDatabase, tally } from './ingest.js';
 import { BATCH_CONNECTIONS, BATCH_SIZE, CONNECTIONS } from './ingest-phases.js';
 import { ensureWrk, runWrk } from './wrk.js';
@@ -14,9 +16,10 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 6);
 const single = JSON.stringify(event(1));
 const batch = JSON.stringify({ events: Array.from({ length: BATCH_SIZE }, (_, i) => event(i)) });
 
-async function measure(env: Record<string, string>) {
+async function measure({ ROOT: root, ...env }: Record<string, string>) {
   const scratch = process.env.BENCH_DATABASE_URL ? await scratchDatabase(process.env.BENCH_DATABASE_URL) : undefined;
-  const server = await tally(scratch?.url, { compiled: await compiledServer(), env });
+  const compiled = root ? true : await compiledServer();
+  const server = await tally(scratch?.url, { compiled, env, ...(root ? { root } : {}) });
   try {
     const headers = { authorization: `Bearer ${server.apiKey}` };
     const load = (url: string, body: string, connections: number, s: number) =>
