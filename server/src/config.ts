@@ -189,6 +189,7 @@ const envSchema = z.object({
   CAMPAIGN_WORKERS: z.enum(['on', 'off']).default('on'),
   LEAN_INGESTION: z.enum(['on', 'off']).default('on'),
   INGEST_QUEUE_LIMIT: z.coerce.number().int().min(100).max(10_000_000).default(20_000),
+  INGEST_GROUPS_IN_FLIGHT: z.coerce.number().int().min(1).max(16).optional(),
   PUSH_PENDING_STALE_SECONDS: z.coerce.number().int().positive().max(86_400).default(120),
   MCP_CAMPAIGN_LEAD_MINUTES: z.coerce.number().int().min(1).max(10_080).default(15),
   MCP_CONFIRMATION_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(45),
@@ -251,6 +252,11 @@ export interface Config {
    */
   readonly ingestQueueLimit: number;
   /**
+   * Groups of events the writer has in flight at once, each its own call and transaction
+   * (`INGEST_GROUPS_IN_FLIGHT`); unset: the default of the database kind (tally.ts).
+   */
+  readonly ingestGroupsInFlight: number | undefined;
+  /**
    * Work an instance took and did not finish in this long was left by a crash: a `pending` delivery
    * whose attempt is older (the sweeper resolves it), and a trigger occurrence whose lease ran out.
    */
@@ -304,6 +310,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     campaignWorkers: e.CAMPAIGN_WORKERS === 'on',
     leanIngestion: e.LEAN_INGESTION === 'on',
     ingestQueueLimit: e.INGEST_QUEUE_LIMIT,
+    ingestGroupsInFlight: e.INGEST_GROUPS_IN_FLIGHT,
     pushPendingStaleMs: e.PUSH_PENDING_STALE_SECONDS * 1000,
     mcpCampaignLeadMinutes: e.MCP_CAMPAIGN_LEAD_MINUTES,
     mcpConfirmationTimeoutMs: e.MCP_CONFIRMATION_TIMEOUT_SECONDS * 1000,

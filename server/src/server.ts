@@ -13,7 +13,7 @@ import { resealSecrets } from './admin/rotation.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { ingestListener } from './http/ingest-listener.js';
-import { type Listener, listen } from './http/listener.js';
+import { expressMessageClasses, type Listener, listen } from './http/listener.js';
 import { jobDefinitions, PUSH_SWEEP, REFRESH_SANDBOX_STATISTICS } from './jobs/index.js';
 import type { JobRunner } from './jobs/runner.js';
 import type { Database } from './storage/db.js';
@@ -58,7 +58,12 @@ export async function startServer(config: Config, logger: Logger, options: Start
   let listener: Listener;
   try {
     const app = createApp(tally);
-    listener = await listen(config.leanIngestion ? await ingestListener(tally, app) : app, config.port, config.host);
+    listener = await listen(
+      config.leanIngestion ? await ingestListener(tally, app) : app,
+      config.port,
+      config.host,
+      expressMessageClasses(app),
+    );
   } catch (err) {
     await tally.close();
     throw err;

@@ -130,15 +130,27 @@ export async function ingestListener(tally: Tally, app: Express): Promise<Reques
       app(incoming, outgoing);
       return;
     }
-    // What Express's app.handle and router do before the first middleware.
-    const req = Object.setPrototypeOf(incoming, app.request) as Request;
-    const res = Object.setPrototypeOf(outgoing, app.response) as Response;
-    Object.assign(req, { res, originalUrl: req.url, baseUrl: '', params: {} });
-    Object.assign(res, { req, locals: Object.create(null) });
+    // What Express's app.handle and router do before the first middleware. The server makes its
+    // requests and responses with the app's prototypes already (expressMessageClasses, listener.ts).
+    const req = (
+      Object.getPrototypeOf(incoming) === app.request ? incoming : Object.setPrototypeOf(incoming, app.request)
+    ) as Request;
+    const res = (
+      Object.getPrototypeOf(outgoing) === app.response ? outgoing : Object.setPrototypeOf(outgoing, app.response)
+    ) as Response;
+    req.res = res;
+    req.originalUrl = req.url;
+    req.baseUrl = '';
+    req.params = {};
+    res.req = req;
+    res.locals = Object.create(null);
     // What the validator's metadata step leaves for operationId() (operations.ts).
-    Object.assign(req, {
-      openapi: { schema: op.schema, pathParams: {}, openApiRoute: op.path, expressRoute: op.path },
-    });
+    (req as Request & { openapi: unknown }).openapi = {
+      schema: op.schema,
+      pathParams: {},
+      openApiRoute: op.path,
+      expressRoute: op.path,
+    };
     openContext(req, res, noop);
     void serve(req, res, op);
   };
