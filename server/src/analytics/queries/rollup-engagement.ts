@@ -7,7 +7,7 @@ import { timedRows } from '../../storage/timed.js';
 import { daysBetween } from '../../time.js';
 import type { Window } from './engagement.js';
 import { windowUsers } from './rollup-days.js';
-import { deltaKeys, pairs } from './rollup-pairs.js';
+import { deltaKeys, firstActiveSets, pairs } from './rollup-pairs.js';
 
 const days = (w: Window) => ({ lo: w.from, hi: w.to });
 
@@ -45,43 +45,20 @@ export async function activeUserDays(db: Knex, w: Window): Promise<number> {
 
 /**
  * The users whose first human event ever falls in the window (the cohort), and for each N of
- * `days`, how many of them were active on the Nth local day after their first day. Each user's
- * active days are kept in order in `user_active_days` (migration 026), so the cohort is the users
- * whose first kept day is in the window, one row each; the users with unfolded deltas are counted
- * from their folded rows plus the deltas instead.
+ * `days`, how many of them were active on the Nth local day after their first day.
  */
 export async function dayRetention(
   db: Knex,
   w: Window,
   offsets: readonly number[],
 ): Promise<{ cohort: number; retained: number[] }> {
-  const k = deltaKeys(w.appId, w.timeZone);
-  const members = (alias: string) =>
-    w.members
-      ? ` and ${alias}.user_id in (select id from users where app_id = ?::uuid and external_id = any(?::text[]))`
-      : '';
-  const memberBindings = w.members ? [w.appId, [...w.members]] : [];
+  const sets = firstActiveSets(w.appId, w.timeZone, days(w), w.members);
   const columns = offsets.map((_, i) => `count(*) filter (where c.days[1] + ?::int = any(c.days)) as r${i}`);
   const [row] = await timedRows<Record<string, string>>(
     db,
     w.timeoutMs,
-    `with ${k.sql},
-     touched as (select distinct user_id from k),
-     fresh as (
-       select coalesce(u.user_id, t.user_id) as user_id, coalesce(u.day, t.day) as day
-       from (select d.user_id, d.day, d.events from user_days d
-             where d.app_id = ?::uuid and d.user_id in (select user_id from touched)) u
-       full join k t on t.user_id = u.user_id and t.day = u.day
-       where coalesce(u.events, 0) + coalesce(t.events, 0) > 0),
-     sets as (
-       select a.user_id, a.days from user_active_days a
-       where a.app_id = ?::uuid and a.days[1] >= ?::date and a.days[1] < ?::date
-         and not exists (select 1 from touched t where t.user_id = a.user_id)${members('a')}
-       union all
-       select f.user_id, f.days from (select user_id, array_agg(day order by day) as days from fresh group by user_id) f
-       where f.days[1] >= ?::date and f.days[1] < ?::date${members('f')})
-     select count(*) as cohort${columns.map((c) => `, ${c}`).join('')} from sets c`,
-    [...k.bindings, w.appId, w.appId, w.from, w.to, ...memberBindings, w.from, w.to, ...memberBindings, ...offsets],
+    `with ${sets.sql} select count(*) as cohort${columns.map((c) => `, ${c}`).join('')} from sets c`,
+    [...sets.bindings, ...offsets],
   );
   return { cohort: Number(row?.cohort ?? 0), retained: offsets.map((_, i) => Number(row?.[`r${i}`] ?? 0)) };
 }

@@ -9,7 +9,7 @@ import { timedRows as rows } from '../../storage/timed.js';
 import { addUnits, truncate } from '../../time.js';
 import { churnSql, type MetricRange, unitSql } from './metrics.js';
 import { periodFlags, usersPerDay, usersPerPeriod } from './rollup-days.js';
-import { deltaKeys, pairs } from './rollup-pairs.js';
+import { deltaKeys, firstActiveSets, pairs } from './rollup-pairs.js';
 
 /** Distinct users per bucket (day, week or month) over the pairs. */
 async function distinctPerBucket(db: Db, appId: string, r: MetricRange, paying: boolean): Promise<Map<string, number>> {
@@ -150,32 +150,28 @@ async function churnFromUsers(
   return new Map(found.map((row) => [row.k, { previous: Number(row.prev), churned: Number(row.churned) }]));
 }
 
-/** As queries/metrics.ts `retentionPerBucket`, from the users' rows. */
+/**
+ * As queries/metrics.ts `retentionPerBucket`, from the users' ordered active days: the users whose
+ * first active day is in the range, by the bucket of that day, and those of them active in the next
+ * bucket.
+ */
 async function retentionFromUsers(
   db: Db,
   appId: string,
   r: MetricRange,
 ): Promise<Map<string, { cohort: number; retained: number }>> {
   const unit = unitSql(r.unit);
-  const k = deltaKeys(appId, r.timeZone);
-  const inRange = pairs(appId, r);
-  // Active before the range: looked up per cohort member, on the (app, user, day) index.
-  const earlier = pairs(appId, { lo: '1970-01-01', hi: r.lo }, { user: 'f.user_id' });
-  const next = pairs(appId, { lo: r.lo, hi: '9999-12-31' });
+  const sets = firstActiveSets(appId, r.timeZone, r);
   const found = await rows<{ k: string; n: string; retained: string }>(
     db,
     r.timeoutMs,
-    `with ${k.sql},
-     firsts as (select user_id, min(day) as f from (${inRange.sql}) p group by user_id),
-     cohort as (select f.user_id, date_trunc('${unit}', f.f::timestamp) as b from firsts f
-                where not exists (${earlier.sql})),
-     later as materialized (
-       select distinct n.user_id, date_trunc('${unit}', n.day::timestamp) as b from (${next.sql}) n
-       where n.user_id in (select user_id from cohort))
-     select to_char(c.b, 'YYYY-MM-DD HH24:MI') as k, count(*) as n, count(l.user_id) as retained
-     from cohort c left join later l on l.user_id = c.user_id and l.b = c.b + interval '1 ${unit}'
-     group by 1`,
-    [...k.bindings, ...inRange.bindings, ...earlier.bindings, ...next.bindings],
+    `with ${sets.sql},
+     cohort as (select c.days, date_trunc('${unit}', c.days[1]::timestamp) as b from sets c)
+     select to_char(c.b, 'YYYY-MM-DD HH24:MI') as k, count(*) as n,
+            count(*) filter (where exists (select 1 from unnest(c.days) d
+              where d::timestamp >= c.b + interval '1 ${unit}' and d::timestamp < c.b + interval '2 ${unit}')) as retained
+     from cohort c group by 1`,
+    sets.bindings,
   );
   return new Map(found.map((row) => [row.k, { cohort: Number(row.n), retained: Number(row.retained) }]));
 }

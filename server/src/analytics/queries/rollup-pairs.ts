@@ -50,3 +50,42 @@ export function pairs(
     bindings: [appId, ...memberBindings, r.lo, r.hi, appId, r.lo, r.hi, ...memberBindings],
   };
 }
+
+/**
+ * The users whose first active day ever is in [lo, hi) (dates, or naive local times of whole
+ * days), each with all their active days in order, as the CTEs ending in `sets(user_id, days)`.
+ * Each user's days are kept in order in `user_active_days` (migration 026), one row a user; the
+ * users the unfolded deltas touch are counted from their folded rows plus the deltas instead.
+ * `members`: only the users with these external ids (an audience).
+ */
+export function firstActiveSets(
+  appId: string,
+  timeZone: string,
+  r: { lo: string; hi: string },
+  members?: readonly string[],
+): Fragment {
+  const k = deltaKeys(appId, timeZone);
+  const only = (alias: string) =>
+    members
+      ? ` and ${alias}.user_id in (select id from users where app_id = ?::uuid and external_id = any(?::text[]))`
+      : '';
+  const memberBindings = members ? [appId, [...members]] : [];
+  return {
+    sql: `${k.sql},
+     touched as (select distinct user_id from k),
+     fresh as (
+       select coalesce(u.user_id, t.user_id) as user_id, coalesce(u.day, t.day) as day
+       from (select d.user_id, d.day, d.events from user_days d
+             where d.app_id = ?::uuid and d.user_id in (select user_id from touched)) u
+       full join k t on t.user_id = u.user_id and t.day = u.day
+       where coalesce(u.events, 0) + coalesce(t.events, 0) > 0),
+     sets as (
+       select a.user_id, a.days from user_active_days a
+       where a.app_id = ?::uuid and a.days[1] >= ?::date and a.days[1] < ?::date
+         and not exists (select 1 from touched t where t.user_id = a.user_id)${only('a')}
+       union all
+       select f.user_id, f.days from (select user_id, array_agg(day order by day) as days from fresh group by user_id) f
+       where f.days[1] >= ?::date and f.days[1] < ?::date${only('f')})`,
+    bindings: [...k.bindings, appId, appId, r.lo, r.hi, ...memberBindings, r.lo, r.hi, ...memberBindings],
+  };
+}
