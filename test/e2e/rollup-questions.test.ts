@@ -54,7 +54,7 @@ describe('questions the activity rollup answers', () => {
     const after = await ask('unique users per day for the last 30 days');
     expect(after.data).toEqual(before.data);
     const revenue = await ask('total revenue this month');
-    expect(revenue.sql).toContain('public.user_days');
+    expect(revenue.sql).toContain('public.app_days');
     expect(revenue.data).toEqual([{ value: 25.5 }]);
     const events = await ask('number of events this week');
     expect(events.sql).toContain('public.user_days');

@@ -3,6 +3,7 @@
 // role. It must still see only its own app's rows, never keys or files, never change its role or
 // the row-level-security setting, and a second statement is refused by the protocol.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { foldRollups } from '../../server/src/analytics/rollups.js';
 import { disableSandboxCheckerForTests } from '../../server/src/sandbox/sandbox.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
@@ -64,16 +65,20 @@ describe.runIf(process.env.TEST_DATABASE_URL)('with the checker off (PostgreSQL)
   });
 
   it("sees only its own app's rows of the activity rollup, which Tally's questions read", async () => {
+    await foldRollups(server.db.knex); // both apps' deltas into user_days and app_days
     const rollup = await query(
       `SELECT count(DISTINCT app_id) AS apps, count(*) > 0 AS some FROM (
-         SELECT app_id FROM public.user_days UNION ALL SELECT app_id FROM public.activity_deltas) s`,
+         SELECT app_id FROM public.user_days UNION ALL SELECT app_id FROM public.activity_deltas
+         UNION ALL SELECT app_id FROM public.app_days) s`,
     );
     expect(rollup.body.data).toEqual([{ apps: 1, some: true }]);
     const own = await query(
       'SELECT DISTINCT app_id FROM public.user_days UNION SELECT app_id FROM public.activity_deltas',
     );
     expect(own.body.data).toEqual([{ app_id: tenant.app.id }]);
-    for (const table of ['user_days', 'activity_deltas']) {
+    const days = await query('SELECT DISTINCT app_id FROM public.app_days');
+    expect(days.body.data).toEqual([{ app_id: tenant.app.id }]);
+    for (const table of ['user_days', 'activity_deltas', 'app_days']) {
       const other = await query(`SELECT count(*) AS n FROM public.${table} WHERE app_id = '${victim.app.id}'`);
       expect(other.body.data, table).toEqual([{ n: 0 }]);
     }
@@ -83,7 +88,8 @@ describe.runIf(process.env.TEST_DATABASE_URL)('with the checker off (PostgreSQL)
     for (const sql of [
       'SELECT ip, ua FROM public.events',
       'SELECT id FROM public.activity_deltas',
-      'SELECT * FROM public.app_days',
+      'SELECT active FROM public.app_days',
+      'SELECT * FROM public.app_periods',
       'SELECT * FROM public.app_rollups',
       'SELECT * FROM public.api_keys',
       'SELECT * FROM public.sandbox_login',

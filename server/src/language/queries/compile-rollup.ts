@@ -100,18 +100,39 @@ export function rollupSource(sql: Sql, q: Query, dim: Dimension | null): RollupS
         measure: 'coalesce(sum(d.events), 0)',
         having: dim?.kind === 'user' ? ['sum(d.events) > 0'] : [],
       };
+    case 'sum':
+      if (dim?.kind !== 'user') {
+        // Money in all or per period: one row a day of the per-app rows (migration 026).
+        const daily = `(select r.day, r.revenue from public.app_days r where r.app_id = $1::uuid${within('r.day')}
+   union all
+   select ${slotDay}, x.revenue from public.activity_deltas x
+   where x.app_id = $1::uuid and x.revenue_events <> 0${within(slotDay)})`;
+        return {
+          from: `${daily} as d`,
+          where: 'true',
+          alias: 'd',
+          key,
+          measure: 'round(coalesce(sum(d.revenue), 0), 2)',
+          having: [],
+        };
+      }
+      return money(what);
     default:
-      return {
-        from: byUser(`${rows} as d`),
-        where: 'd.revenue_events <> 0',
-        alias: 'd',
-        key,
-        measure:
-          what === 'sum'
-            ? 'round(coalesce(sum(d.revenue), 0), 2)'
-            : 'round(sum(d.revenue) / nullif(sum(d.revenue_events), 0), 2)',
-        having: dim?.kind === 'user' ? ['sum(d.revenue_events) > 0'] : [],
-      };
+      return money(what);
+  }
+
+  function money(kind: 'sum' | 'avg'): RollupSource {
+    return {
+      from: byUser(`${rows} as d`),
+      where: 'd.revenue_events <> 0',
+      alias: 'd',
+      key,
+      measure:
+        kind === 'sum'
+          ? 'round(coalesce(sum(d.revenue), 0), 2)'
+          : 'round(sum(d.revenue) / nullif(sum(d.revenue_events), 0), 2)',
+      having: dim?.kind === 'user' ? ['sum(d.revenue_events) > 0'] : [],
+    };
   }
 }
 

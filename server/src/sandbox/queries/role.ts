@@ -12,8 +12,9 @@ import type pg from 'pg';
 
 /**
  * Columns of the real tables the sandbox role reads (ip, ua and the rest stay unreadable): the
- * sandbox relations' `events` and `users`, and the activity rollup (`user_days` and its unfolded
- * `activity_deltas`), which only statements Tally writes itself read (language/queries/compile-rollup.ts).
+ * sandbox relations' `events` and `users`, and the activity rollup (`user_days`, its unfolded
+ * `activity_deltas` and the per-app daily revenue of `app_days`), which only statements Tally
+ * writes itself read (language/queries/compile-rollup.ts).
  */
 export const SANDBOX_COLUMNS: Readonly<Record<SandboxTable, readonly string[]>> = {
   events: ['id', 'app_id', 'user_id', 'event_name', 'properties', 'created_at', 'is_bot'],
@@ -31,10 +32,11 @@ export const SANDBOX_COLUMNS: Readonly<Record<SandboxTable, readonly string[]>> 
   ],
   user_days: ['app_id', 'day', 'user_id', 'events', 'revenue', 'revenue_events'],
   activity_deltas: ['app_id', 'user_id', 'slot', 'events', 'revenue', 'revenue_events'],
+  app_days: ['app_id', 'day', 'revenue'],
 };
-type SandboxTable = 'events' | 'users' | 'user_days' | 'activity_deltas';
+type SandboxTable = 'events' | 'users' | 'user_days' | 'activity_deltas' | 'app_days';
 /** The rollup's tables: each readable only with row-level security in force. */
-const ROLLUP_TABLES = ['user_days', 'activity_deltas'] as const;
+const ROLLUP_TABLES = ['user_days', 'activity_deltas', 'app_days'] as const;
 
 /** The setting the row-level-security policies read; the sandbox sets it per transaction. */
 export const APP_SETTING = 'tally.app_id';
@@ -238,7 +240,8 @@ export async function checkConfinement(client: pg.ClientBase): Promise<Confineme
     await client.query(`SELECT has_column_privilege('public.events', 'event_name', 'SELECT') AS events,
       has_column_privilege('public.users', 'external_id', 'SELECT') AS users,
       has_column_privilege('public.user_days', 'events', 'SELECT')
-        AND has_column_privilege('public.activity_deltas', 'slot', 'SELECT') AS rollup`)
+        AND has_column_privilege('public.activity_deltas', 'slot', 'SELECT')
+        AND has_column_privilege('public.app_days', 'revenue', 'SELECT') AS rollup`)
   ).rows[0];
   if (!reads.events || !reads.users) problems.push('it cannot read the events and users it must');
   return { confined: problems.length === 0, problems, readsRollup: reads.rollup === true };
