@@ -244,6 +244,32 @@ describe('activity rollup', () => {
   }, 600_000);
 });
 
+describe('activity rollup, one case the random histories reach rarely', () => {
+  it('counts revenue when an event carrying it is deleted and another written on the same day before a fold', async () => {
+    const t = await server.createTenant();
+    const ctx = server.tally.context;
+    const seq = { n: 1 };
+    const purchase = (minute: number, revenue: number) =>
+      apply(
+        t,
+        { kind: 'events', events: [{ user: 'u1', minute, name: 'purchase', revenue, bot: false }] } as Operation,
+        seq,
+      );
+    await purchase(600, 10);
+    await foldRollups(server.db.knex);
+    await server.db.knex('events').where({ app_id: t.app.id }).delete();
+    await purchase(660, 25);
+    const req = { appId: t.app.id, metric: 'revenue' as const, granularity: 'day' as Unit, timeZone: 'UTC' };
+    const range = { conversionEvents: [], startDate: '2026-02-01', endDate: '2026-02-01' };
+    const [fromRollup, fromRaw] = await Promise.all([
+      computeMetric(ctx, { ...req, ...range }),
+      computeMetric(ctx, { ...req, ...range, source: 'raw' }),
+    ]);
+    expect(fromRaw.points).toEqual([{ date: '2026-02-01', value: 25 }]);
+    expect(fromRollup.points).toEqual(fromRaw.points);
+  });
+});
+
 describe('activity rollup under concurrency', () => {
   it('stays exact while writes, folds, erasures, merges and retention run at the same time', async () => {
     const t = await server.createTenant();

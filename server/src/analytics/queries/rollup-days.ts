@@ -64,7 +64,11 @@ export async function usersPerDay(
   return new Map(found.map((row) => [row.k, Number(row.n)]));
 }
 
-/** Revenue per bucket: the daily sums plus the deltas' (signed) sums. */
+/**
+ * Revenue per bucket: the daily sums plus the deltas' (signed) sums, all of them. (A user's day
+ * whose deltas net to no events carrying revenue can still change its revenue: one such event
+ * deleted and another written before the fold.)
+ */
 export async function revenuePerBucket(db: Db, appId: string, r: MetricRange): Promise<Map<string, number>> {
   const k = deltaKeys(appId, r.timeZone);
   const found = await rows<{ k: string; revenue: string | null }>(
@@ -74,7 +78,7 @@ export async function revenuePerBucket(db: Db, appId: string, r: MetricRange): P
      select to_char(date_trunc('${unitSql(r.unit)}', day::timestamp), ${KEY}) as k, sum(revenue) as revenue
      from (select day, revenue from app_days where app_id = ?::uuid and day >= ?::date and day < ?::date
            union all
-           select day, revenue from k where day >= ?::date and day < ?::date and revenue_events <> 0) s
+           select day, revenue from k where day >= ?::date and day < ?::date) s
      group by 1`,
     [...k.bindings, appId, r.lo, r.hi, r.lo, r.hi],
   );
