@@ -57,7 +57,7 @@ describe('questions the activity rollup answers', () => {
     expect(revenue.sql).toContain('public.app_days');
     expect(revenue.data).toEqual([{ value: 25.5 }]);
     const events = await ask('number of events this week');
-    expect(events.sql).toContain('public.user_days');
+    expect(events.sql).toContain('public.app_day_events');
     expect(events.sql).toContain(`'${tenant.app.id}'::uuid`);
     expect(events.data).toEqual([{ value: 5 }]);
     const perDay = await ask('events per day in the last 30 days');
@@ -82,7 +82,7 @@ describe('questions the activity rollup answers', () => {
     ]);
     await rebuildRollups(knex, { pauseFactor: 0, budgetMs: 60_000 });
     expect((await ask('unique users per day for the last 30 days')).sql).toBeUndefined();
-    expect((await ask('events per day in the last 30 days')).sql).toContain('public.user_days');
+    expect((await ask('events per day in the last 30 days')).sql).toContain('public.app_day_events');
   });
 
   it('read raw events in a time zone the rollup is not kept in, until it is rebuilt there', async () => {

@@ -78,7 +78,7 @@ describe.runIf(process.env.TEST_DATABASE_URL)('with the checker off (PostgreSQL)
     expect(own.body.data).toEqual([{ app_id: tenant.app.id }]);
     const days = await query('SELECT DISTINCT app_id FROM public.app_days');
     expect(days.body.data).toEqual([{ app_id: tenant.app.id }]);
-    for (const table of ['user_days', 'activity_deltas', 'app_days']) {
+    for (const table of ['user_days', 'activity_deltas', 'app_days', 'app_day_events']) {
       const other = await query(`SELECT count(*) AS n FROM public.${table} WHERE app_id = '${victim.app.id}'`);
       expect(other.body.data, table).toEqual([{ n: 0 }]);
     }

@@ -56,6 +56,13 @@ function dimensionFits(dim: Dimension | null, what: RollupMeasure): boolean {
   return dim.kind === 'user' && what !== 'users';
 }
 
+const MEASURES: Record<RollupMeasure, string> = {
+  users: 'count(distinct d.user_key)',
+  events: 'coalesce(sum(d.events), 0)',
+  sum: 'round(coalesce(sum(d.revenue), 0), 2)',
+  avg: 'round(sum(d.revenue) / nullif(sum(d.revenue_events), 0), 2)',
+};
+
 /** The rows of the rollup for a question, or null when it must read raw events. */
 export function rollupSource(sql: Sql, q: Query, dim: Dimension | null): RollupSource | null {
   if (!sql.cx.rollup || q.segment || q.events.events.length > 0 || q.events.filters.length > 0) return null;
@@ -68,72 +75,46 @@ export function rollupSource(sql: Sql, q: Query, dim: Dimension | null): RollupS
   const to = days.to === undefined ? null : sql.p(days.to, 'date');
   const within = (day: string) => (from ? ` and ${day} >= ${from}` : '') + (to ? ` and ${day} < ${to}` : '');
   const slotDay = `(x.slot at time zone ${sql.tz()})::date`;
-  const rows = `(select r.day, r.user_id as user_key, r.events, r.revenue, r.revenue_events
-   from public.user_days r where r.app_id = $1::uuid${within('r.day')}
+  /** A table's rows of whole days (columns `r.*`) with the unfolded deltas (`x.*`), as `alias`. */
+  const withDeltas = (table: string, columns: string, deltas: string, only = '', alias = 'd') =>
+    `(select r.day, ${columns} from public.${table} r where r.app_id = $1::uuid${within('r.day')}
    union all
-   select ${slotDay}, x.user_id, x.events, x.revenue, x.revenue_events
-   from public.activity_deltas x where x.app_id = $1::uuid${within(slotDay)})`;
-
+   select ${slotDay}, ${deltas} from public.activity_deltas x where x.app_id = $1::uuid${only}${within(slotDay)}) as ${alias}`;
   const key = !dim
     ? null
     : dim.kind === 'time'
       ? `to_char(date_trunc('${dim.unit}', d.day::timestamp), 'YYYY-MM-DD')`
       : 'u.user_id';
-  const byUser = (source: string) => (dim?.kind === 'user' ? `${source} join users u on u.id = d.user_key` : source);
-  switch (what) {
-    case 'users':
-      // A user counts on a day when their events there, with the deltas, are more than none.
-      return {
-        from: `(select a.day, a.user_key from ${rows} as a group by 1, 2 having sum(a.events) > 0) as d`,
-        where: 'true',
-        alias: 'd',
-        key,
-        measure: 'count(distinct d.user_key)',
-        having: [],
-      };
-    case 'events':
-      return {
-        from: byUser(`${rows} as d`),
-        where: 'true',
-        alias: 'd',
-        key,
-        measure: 'coalesce(sum(d.events), 0)',
-        having: dim?.kind === 'user' ? ['sum(d.events) > 0'] : [],
-      };
-    case 'sum':
-      if (dim?.kind !== 'user') {
-        // Money in all or per period: one row a day of the per-app rows (migration 026).
-        const daily = `(select r.day, r.revenue from public.app_days r where r.app_id = $1::uuid${within('r.day')}
-   union all
-   select ${slotDay}, x.revenue from public.activity_deltas x
-   where x.app_id = $1::uuid and x.revenue_events <> 0${within(slotDay)})`;
-        return {
-          from: `${daily} as d`,
-          where: 'true',
-          alias: 'd',
-          key,
-          measure: 'round(coalesce(sum(d.revenue), 0), 2)',
-          having: [],
-        };
-      }
-      return money(what);
-    default:
-      return money(what);
-  }
+  const out = (from: string, where = 'true', having: string[] = []): RollupSource => ({
+    from,
+    where,
+    alias: 'd',
+    key,
+    measure: MEASURES[what],
+    having,
+  });
 
-  function money(kind: 'sum' | 'avg'): RollupSource {
-    return {
-      from: byUser(`${rows} as d`),
-      where: 'd.revenue_events <> 0',
-      alias: 'd',
-      key,
-      measure:
-        kind === 'sum'
-          ? 'round(coalesce(sum(d.revenue), 0), 2)'
-          : 'round(sum(d.revenue) / nullif(sum(d.revenue_events), 0), 2)',
-      having: dim?.kind === 'user' ? ['sum(d.revenue_events) > 0'] : [],
-    };
+  if (what === 'users') {
+    // A user counts on a day when their events there, with the deltas, are more than none.
+    const rows = withDeltas('user_days', 'r.user_id as user_key, r.events', 'x.user_id, x.events', '', 'a');
+    return out(`(select a.day, a.user_key from ${rows} group by 1, 2 having sum(a.events) > 0) as d`);
   }
+  if (dim?.kind === 'user') {
+    // Per user: their rows of user_days, with the deltas, named by the user's id.
+    const rows = withDeltas(
+      'user_days',
+      'r.user_id as user_key, r.events, r.revenue, r.revenue_events',
+      'x.user_id, x.events, x.revenue, x.revenue_events',
+    );
+    const joined = `${rows} join users u on u.id = d.user_key`;
+    if (what === 'events') return out(joined, 'true', ['sum(d.events) > 0']);
+    return out(joined, 'd.revenue_events <> 0', ['sum(d.revenue_events) > 0']);
+  }
+  // In all or per period: one row a day of the per-app sums (migrations 026 and 027).
+  if (what === 'sum') return out(withDeltas('app_days', 'r.revenue', 'x.revenue', ' and x.revenue_events <> 0'));
+  return out(
+    withDeltas('app_day_events', 'r.events, r.revenue_events, r.revenue', 'x.events, x.revenue_events, x.revenue'),
+  );
 }
 
 /**

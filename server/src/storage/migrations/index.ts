@@ -24,6 +24,7 @@ import * as m023 from './023-ingest-function.js';
 import * as m024 from './024-activity-rollups.js';
 import * as m025 from './025-idempotency-keys.js';
 import * as m026 from './026-activity-days.js';
+import * as m027 from './027-app-day-events.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001-tenancy': m001,
@@ -49,6 +50,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '024-activity-rollups': m024,
   '025-idempotency-keys': m025,
   '026-activity-days': m026,
+  '027-app-day-events': m027,
 };
 
 const source: Knex.MigrationSource<string> = {
