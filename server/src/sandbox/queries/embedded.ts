@@ -20,7 +20,7 @@ import {
   type SandboxStatement,
   wrapStatement,
 } from './executor.js';
-import { appKeyStats, joinRows, type KeyStats } from './plan.js';
+import { appKeyCounts, appKeyStats, joinRows, type KeyCounts, type KeyStats } from './plan.js';
 import type { Confinement } from './role.js';
 
 /** Above this many rows made by its joins (re-estimated), embedded mode refuses a query before running it. */
@@ -36,7 +36,7 @@ class EmbeddedSandbox implements SandboxDatabase {
   readonly slots = 1;
   stoppedByForce = 0;
   private tail: Promise<unknown> = Promise.resolve();
-  private readonly keyStats = new Map<string, { at: number; stats: KeyStats }>();
+  private readonly keyCounts = new Map<string, { at: number; counts: KeyCounts }>();
 
   constructor(
     private readonly knex: Knex,
@@ -117,12 +117,13 @@ class EmbeddedSandbox implements SandboxDatabase {
   }
 
   private async statsOf(client: pg.Client, appId: string): Promise<KeyStats> {
-    const cached = this.keyStats.get(appId);
-    if (cached && Date.now() - cached.at < KEY_STATS_TTL_MS) return cached.stats;
-    const stats = await appKeyStats(client, appId);
-    this.keyStats.set(appId, { at: Date.now(), stats });
-    if (this.keyStats.size > 10_000) this.keyStats.delete(this.keyStats.keys().next().value!);
-    return stats;
+    let cached = this.keyCounts.get(appId);
+    if (!cached || Date.now() - cached.at >= KEY_STATS_TTL_MS) {
+      cached = { at: Date.now(), counts: await appKeyCounts(client, appId) };
+      this.keyCounts.set(appId, cached);
+      if (this.keyCounts.size > 10_000) this.keyCounts.delete(this.keyCounts.keys().next().value!);
+    }
+    return appKeyStats(client, appId, cached.counts);
   }
 
   /** One query at a time on the embedded connection: no pool of its own. */
