@@ -166,7 +166,7 @@ async function expectRollupEqualsRaw(t: Tenant): Promise<void> {
   // The rollup is rebuilt after a zone change; until then metrics read raw events.
   await rebuildRollups(server.db.knex, { pauseFactor: 0, budgetMs: 60_000 });
   const state = await rollupState(server.db.knex, t.app.id);
-  if (state) expect(state).toEqual({ time_zone: zone, state: 'ready' });
+  if (state) expect(state).toEqual({ time_zone: zone, state: 'ready', events_state: 'ready' });
   for (const granularity of UNITS) {
     const range =
       granularity === 'hour' ? { startDate: '2026-02-27', endDate: END } : { startDate: START, endDate: END };
