@@ -181,7 +181,7 @@ async function triggerCampaign(server: TallyProcess, trigger: string): Promise<v
  * per-event rollup's) are disabled on the scratch database, to measure what writing their deltas
  * costs ingestion.
  */
-async function withoutRollupDeltas(databaseUrl: string | undefined): Promise<void> {
+export async function withoutRollupDeltas(databaseUrl: string | undefined): Promise<void> {
   if (!databaseUrl)
     throw new Error('BENCH_ROLLUP=off needs BENCH_DATABASE_URL (the embedded database is locked by the server)');
   const { default: knex } = await import('knex');
