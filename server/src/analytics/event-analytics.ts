@@ -97,11 +97,15 @@ export async function eventAnalytics(
     to: `${addDays(end, 1)} 00:00:00`,
     timeoutMs: ctx.config.analyticsQueryTimeoutMs,
   };
-  const { totals, trend } = await eventTotalsAndTrend(ctx.db, w, q.groupBy);
   // When it happens most: from the per-event rollup once it holds the app's events (local days
   // are whole 15-minute slots from 1973 on), else from raw events.
   const fromSlots = start >= '1973-01-01' && (await eventRollupAnswers(ctx, app.id));
-  const profile = await (fromSlots ? eventTimeProfileFromSlots : eventTimeProfile)(ctx.db, w);
+  // The two passes over the window's events at once (on PostgreSQL, two connections of the pool).
+  const [{ totals, trend }, profile, properties] = await Promise.all([
+    eventTotalsAndTrend(ctx.db, w, q.groupBy),
+    (fromSlots ? eventTimeProfileFromSlots : eventTimeProfile)(ctx.db, w),
+    propertyAggregates(ctx, w),
+  ]);
   const hour = busiest(profile.hours);
   const weekday = busiest(profile.weekdays);
   return {
@@ -112,7 +116,7 @@ export async function eventAnalytics(
       const found = trend.get(key.slice(0, 16));
       return { date: label(key, q.groupBy), count: found?.events ?? 0, unique_users: found?.users ?? 0 };
     }),
-    properties: await propertyAggregates(ctx, w),
+    properties,
     peak_times: {
       hour_of_day: hour,
       day_of_week: weekday === null ? null : WEEKDAYS[weekday - 1]!,

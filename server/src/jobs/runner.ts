@@ -41,7 +41,12 @@ export class JobRunner {
 
   async start(jobs: JobDefinition[]): Promise<void> {
     const boss = new PgBoss({
-      db: jobQueueDatabase(this.database.knex),
+      db: jobQueueDatabase(this.database.knex, (err) =>
+        this.logger.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          'a job ran, but the database was away when it was to be marked done: it will run again after it expires',
+        ),
+      ),
       schema: this.schema,
       // Maintenance and the cron clock run in every instance; pg-boss coordinates them in the database.
       supervise: true,
