@@ -66,8 +66,10 @@ async function measure(ctx: Awaited<ReturnType<typeof createTally>>['context'], 
   const rollup: Record<string, number> = {};
   const failed: Record<string, string> = {};
   const raw: Record<string, number> = {};
+  // BENCH_ANALYTICS_ONLY=hour: only the ranges whose name contains it, and no engagement or questions.
+  const only = process.env.BENCH_ANALYTICS_ONLY;
   for (const metric of METRICS) {
-    for (const range of RANGES) {
+    for (const range of RANGES.filter((r) => !only || r.name.includes(only))) {
       const req = {
         appId: app.id,
         metric,
@@ -82,6 +84,7 @@ async function measure(ctx: Awaited<ReturnType<typeof createTally>>['context'], 
       }
     }
   }
+  if (only) return { rollup, raw, failed };
   rollup['mcp engagement (30 days)'] = await median(() => engagement(ctx, app, { endDate: END }));
   for (const q of QUESTIONS) {
     // A question the engine refuses or stops (the embedded sandbox's time cap) is reported, not fatal.

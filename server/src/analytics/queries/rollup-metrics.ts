@@ -126,7 +126,7 @@ export const activeUsersPerBucket = (db: Db, appId: string, r: MetricRange) => u
 /** Users with an event carrying a numeric revenue, per bucket (the default conversion). */
 export const payingUsersPerBucket = (db: Db, appId: string, r: MetricRange) => usersPerBucket(db, appId, r, true);
 
-export { activityWindowEdges, hourWindowEdges, revenuePerBucket } from './rollup-days.js';
+export { activityWindowEdges, revenuePerBucket } from './rollup-days.js';
 
 /** As queries/metrics.ts `churnPerBucket`, from the users' rows. */
 async function churnFromUsers(
