@@ -67,7 +67,7 @@ export async function activityWindowEdges(
        where case when exists (select 1 from kr where kr.user_id = x.user_id)
                   then not exists (select 1 from sets y where y.user_id = x.user_id and y.sign > 0)
                   else a.days is null or ${noneBetween('a')} end),
-     strips as (select ${edge('max')} as max_l, ${edge('min')} as min_r from candidates c),
+     strips as materialized (select ${edge('max')} as max_l, ${edge('min')} as min_r from candidates c),
      outside as (
        select max_l, min_r,
               max_l is not null and (min_r is null or min_r > max_l + ${span}) as leaves,
