@@ -95,18 +95,72 @@ export async function activityWindowEdges(
   return found.map((row) => ({ at: row.t, delta: Number(row.n) }));
 }
 
+type ChurnRange = MetricRange & { previousLo: string; previousHi: string };
+type Churn = Map<string, { previous: number; churned: number }>;
+
+/** Hours a churn range may span for the one-word masks (exact integers in a JavaScript number). */
+const MASK_HOURS = 53;
+
 /**
  * As queries/metrics.ts `churnPerBucket` by hour, reading the events of the previous and the
- * current buckets once: per user and hour, whether it holds an event of the current range and
- * one of the previous range, and whether the user's next such hour is the following one.
+ * current buckets once. Over at most 53 hours, each user's hours are two bit masks (bit i: the
+ * local hour `previousLo` + i, with an event of the previous range, or of the current one), and
+ * only the distinct pairs (previous hours, previous hours followed by a current one) come back,
+ * counted: no sort of users and hours. Longer ranges, or a clock that leaves the range's hours
+ * (a daylight-saving change at its edge), take one pass sorted by user and hour instead.
  */
-export async function churnPerBucket(
-  db: Db,
-  appId: string,
-  r: MetricRange & { previousLo: string; previousHi: string },
-): Promise<Map<string, { previous: number; churned: number }>> {
+export async function churnPerBucket(db: Db, appId: string, r: ChurnRange): Promise<Churn> {
   // The scan covers [previousLo, hi): the previous range must start first and end first.
   if (r.unit !== 'hour' || r.previousLo > r.lo || r.previousHi > r.hi) return raw.churnPerBucket(db, appId, r);
+  if (addUnits(r.previousLo, 'hour', MASK_HOURS) < r.hi) return churnSorted(db, appId, r);
+  const bit = `case when i between 0 and ${MASK_HOURS - 1} then 1::bigint << i else 0::bigint end`;
+  const found = await rows<{ p: string | null; x: string | null; n: string; odd: boolean }>(
+    db,
+    r.timeoutMs,
+    `with u as (
+       select bit_or(${bit}) filter (where created_at >= ${AT}) as c, bit_or(${bit}) filter (where created_at < ${AT}) as p,
+              bool_or(i not between 0 and ${MASK_HOURS - 1}) as odd
+       from (select user_id, created_at,
+                    floor(date_part('epoch', (created_at at time zone ?) - ?::timestamp) / 3600)::int as i
+             from events where ${HUMAN} and created_at >= ${AT} and created_at < ${AT}) e
+       group by user_id)
+     select p, p & (c >> 1) as x, count(*) as n, bool_or(odd) as odd from u group by 1, 2`,
+    [
+      r.lo,
+      r.timeZone,
+      r.previousHi,
+      r.timeZone,
+      r.timeZone,
+      r.previousLo,
+      appId,
+      r.previousLo,
+      r.timeZone,
+      r.hi,
+      r.timeZone,
+    ],
+  );
+  if (found.some((row) => row.odd)) return churnSorted(db, appId, r);
+  const previous = new Array<number>(MASK_HOURS).fill(0);
+  const continued = new Array<number>(MASK_HOURS).fill(0);
+  for (const row of found) {
+    const n = Number(row.n);
+    let p = Number(row.p ?? 0);
+    let x = Number(row.x ?? 0);
+    for (let i = 0; p > 0; i++, p = Math.floor(p / 2), x = Math.floor(x / 2)) {
+      if (p % 2 === 1) previous[i]! += n;
+      if (x % 2 === 1) continued[i]! += n;
+    }
+  }
+  const out: Churn = new Map();
+  previous.forEach((prev, i) => {
+    if (prev > 0)
+      out.set(addUnits(r.previousLo, 'hour', i + 1).slice(0, 16), { previous: prev, churned: prev - continued[i]! });
+  });
+  return out;
+}
+
+/** churnPerBucket in one pass: per user and hour, whether it holds an event of each range, and whether the next hour is the following one. */
+async function churnSorted(db: Db, appId: string, r: ChurnRange): Promise<Churn> {
   const found = await rows<{ k: string; prev: string; churned: string }>(
     db,
     r.timeoutMs,
