@@ -1,10 +1,11 @@
 // The metrics by hour when the app's activity rollup is ready in the request's zone: the same
 // functions, arguments and answers as queries/metrics.ts. The rollup keeps local days, not hours,
-// so hours still come from raw events, but only where they must: the rolling 30-day figure reads
-// whole days from the per-app rows and raw events only for its two edge strips; retention takes
-// its cohort (users first active in the range) from each user's ordered active days and then
-// looks at those users' own events; churn reads the range once instead of twice. Each runs as
-// one statement, so a fold running meanwhile is seen whole or not at all.
+// so hours still come from raw events, but only where they must: the rolling 30-day figure counts
+// the users of the days every window shares from the per-app rows and reads the few others' own
+// events; retention takes its cohort (users first active in the range) from each user's ordered
+// active days and then looks at those users' own events; churn reads the range once, as bit masks
+// of each user's hours. Each runs as one statement, so a fold running meanwhile is seen whole or
+// not at all. dau, revenue, arpu and conversion by hour read raw events as queries/metrics.ts does.
 import type { Db } from '../../storage/handle.js';
 import { LONGEST_WINDOW_DAYS } from '../../storage/migrations/026-activity-days.js';
 import { timedRows as rows } from '../../storage/timed.js';
@@ -46,7 +47,7 @@ export async function activityWindowEdges(
   // width_bucket(d, days) is how many of the sorted days are on or before d.
   const noneBetween = (a: string) => `width_bucket(?::date, ${a}.days) = width_bucket(?::date, ${a}.days)`;
   const between = [addDays(t.slice(0, 10), -1), addDays(s.slice(0, 10), -1)];
-  // A day of the strips' events, a day of slack on each side for instants near midnight.
+  // Some active day around the strips, with a day of slack each side for instants near midnight.
   const around = [addDays(r.hi.slice(0, 10), 1), addDays(r.lo.slice(0, 10), -2)];
   const edge = (fn: 'max' | 'min') =>
     `(select ${fn}(date_trunc('hour', e.created_at at time zone ?)) from events e
