@@ -6,8 +6,9 @@
 // BENCH_AB_RATE adds single events at that fixed rate (open loop, bench/open-loop.ts) and their p99.
 // `npx tsx bench/ingest-ab.ts '{"A":{"INGEST_GROUPS_IN_FLIGHT":"4"},"B":{"INGEST_GROUPS_IN_FLIGHT":"2"}}' [rounds]`;
 // a setting's `ROOT` runs the compiled server of another checkout (built there first), e.g. a
-// git worktree of the commit before a change: `{"before":{"ROOT":"/path/to/worktree"},"after":{}}`.
-import { bareServer, compiledServer, event, scratchDatabase, tally } from './ingest.js';
+// git worktree of the commit before a change: `{"before":{"ROOT":"/path/to/worktree"},"after":{}}`;
+// `"ROLLUP":"off"` (PostgreSQL only) disables the rollups' delta triggers: `{"without":{"ROLLUP":"off"},"with":{}}`.
+import { bareServer, compiledServer, event, scratchDatabase, tally, withoutRollupDeltas } from './ingest.js';
 import { BATCH_CONNECTIONS, BATCH_SIZE, CONNECTIONS } from './ingest-phases.js';
 import { openLoop } from './open-loop.js';
 import { ensureWrk, runWrk } from './wrk.js';
@@ -20,11 +21,13 @@ const openRate = Number(process.env.BENCH_AB_RATE ?? 0);
 const single = JSON.stringify(event(1));
 const batch = JSON.stringify({ events: Array.from({ length: BATCH_SIZE }, (_, i) => event(i)) });
 
-async function measure({ ROOT: root, ...env }: Record<string, string>) {
+async function measure({ ROOT: root, ROLLUP: rollup, ...env }: Record<string, string>) {
   const scratch = process.env.BENCH_DATABASE_URL ? await scratchDatabase(process.env.BENCH_DATABASE_URL) : undefined;
   const compiled = root ? true : await compiledServer();
   const server = await tally(scratch?.url, { compiled, env, ...(root ? { root } : {}) });
   try {
+    // `"ROLLUP":"off"` (PostgreSQL): the rollups' insert triggers disabled, to measure what their deltas cost.
+    if (rollup === 'off') await withoutRollupDeltas(scratch?.url);
     const headers = { authorization: `Bearer ${server.apiKey}` };
     const load = (url: string, body: string, connections: number, s: number) =>
       runWrk({ url, body, headers, connections, seconds: s });

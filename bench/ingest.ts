@@ -177,16 +177,18 @@ async function triggerCampaign(server: TallyProcess, trigger: string): Promise<v
 }
 
 /**
- * BENCH_ROLLUP=off (PostgreSQL only): the activity rollup's insert trigger is disabled on the
- * scratch database, to measure what writing its deltas costs ingestion.
+ * BENCH_ROLLUP=off (PostgreSQL only): the rollups' insert triggers (the activity rollup's and the
+ * per-event rollup's) are disabled on the scratch database, to measure what writing their deltas
+ * costs ingestion.
  */
-async function withoutRollupDeltas(databaseUrl: string | undefined): Promise<void> {
+export async function withoutRollupDeltas(databaseUrl: string | undefined): Promise<void> {
   if (!databaseUrl)
     throw new Error('BENCH_ROLLUP=off needs BENCH_DATABASE_URL (the embedded database is locked by the server)');
   const { default: knex } = await import('knex');
   const db = knex({ client: 'pg', connection: databaseUrl, pool: { min: 0, max: 1 } });
   try {
     await db.raw('alter table events disable trigger events_rollup_inserted');
+    await db.raw('alter table events disable trigger events_slots_inserted');
   } finally {
     await db.destroy();
   }

@@ -4,7 +4,8 @@
 // rollup is being built, or after the time zone changed and before it is rebuilt, the same
 // question reads raw events. On PostgreSQL the question runs as the confined sandbox role, so
 // this also shows the role may read the rollup. Exactness after random histories:
-// test/e2e/rollups.test.ts.
+// test/e2e/rollups.test.ts. Questions on named events, names and hours read the per-event rollup
+// (event_slots) once the events before it are counted, raw events until then.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldRollups, rebuildRollups } from '../../server/src/analytics/rollups.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
@@ -102,10 +103,53 @@ describe('questions the activity rollup answers', () => {
     expect(rebuilt.data).toEqual(moved.data);
   });
 
-  it('leave questions with event names, filters or hours to raw events', async () => {
+  it('leave questions with event names, filters or hours to raw events or the per-event rollup', async () => {
     for (const q of ['purchases per day last 30 days', 'unique users in the last 24 hours', 'events by hour today']) {
       const answer = await ask(q);
       expect(answer.sql, q).not.toContain('user_days');
     }
+    // A condition on properties: raw events (periods off the quarter hour: test/unit/language-event-rollup.test.ts).
+    for (const q of ['purchases with amount over 5 per day']) {
+      const answer = await ask(q);
+      expect(answer.sql, q).toContain('from events e');
+      expect(answer.sql, q).not.toContain('event_slots');
+    }
+  });
+});
+
+describe('questions the per-event rollup answers', () => {
+  it('read event_slots when counted, raw events while existing events are being counted, the same rows', async () => {
+    const knex = server.db.knex;
+    const top = await ask('top 2 events');
+    expect(top.sql).toContain('public.event_slots');
+    expect(top.sql).toContain('public.event_deltas');
+    expect(top.data).toEqual([
+      { event_name: 'open', value: 3 },
+      { event_name: 'purchase', value: 2 },
+    ]);
+    const hours = await ask('number of purchase events by hour of the day');
+    expect(hours.sql).toContain('public.event_slots');
+    expect(hours.data).toEqual(
+      (
+        await knex.raw(
+          `select extract(hour from created_at at time zone 'Pacific/Kiritimati')::int as hour,
+        count(*)::int as value from events where app_id = ? and event_name = 'purchase' group by 1 order by 1`,
+          [tenant.app.id],
+        )
+      ).rows,
+    );
+    await foldRollups(knex);
+    // As after the upgrade that created it: counted again from events, raw events meanwhile.
+    await knex('app_rollups')
+      .where({ app_id: tenant.app.id })
+      .update({ events_state: 'building', events_cursor: null });
+    const building = await ask('top 2 events');
+    expect(building.sql).toContain('from events e');
+    expect(building.sql).not.toContain('event_slots');
+    expect(building.data).toEqual(top.data);
+    await rebuildRollups(knex, { pauseFactor: 0, budgetMs: 60_000 });
+    const ready = await ask('top 2 events');
+    expect(ready.sql).toContain('public.event_slots');
+    expect(ready.data).toEqual(top.data);
   });
 });

@@ -166,7 +166,7 @@ async function expectRollupEqualsRaw(t: Tenant): Promise<void> {
   // The rollup is rebuilt after a zone change; until then metrics read raw events.
   await rebuildRollups(server.db.knex, { pauseFactor: 0, budgetMs: 60_000 });
   const state = await rollupState(server.db.knex, t.app.id);
-  if (state) expect(state).toEqual({ time_zone: zone, state: 'ready' });
+  if (state) expect(state).toEqual({ time_zone: zone, state: 'ready', events_state: 'ready' });
   // Hours over two ranges: 15 days, and 2 days (analytics/queries/rollup-hours.ts: churn's masks).
   const ranges = UNITS.flatMap((granularity): { granularity: Unit; startDate: string; endDate: string }[] =>
     granularity === 'hour'

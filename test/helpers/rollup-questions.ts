@@ -4,7 +4,9 @@
 // read the rollup, so a question that fell back to raw events fails here instead of passing
 // vacuously; and the question as the API answers it (answerQuery: series of active users come
 // from the dau metric) must give the same rows. Daily users, events and revenue are also checked
-// against reference SQL in the test.
+// against reference SQL in the test. Questions on named events, event names, hours and weekdays
+// read the per-event rollup (event_slots, migration 028) the same way; events per name and per
+// local hour of the day are checked against SQL here too.
 import { expect } from 'vitest';
 import { answerQuery } from '../../server/src/analytics/query.js';
 import type { ServiceContext } from '../../server/src/context.js';
@@ -34,6 +36,24 @@ const MONEY = [
   'revenue per day in the last 30 days',
 ];
 
+/** Questions the per-event rollup answers (event_slots): named events, names, hours and weekdays. */
+const SLOTS = [
+  'top 2 events',
+  'events by event name',
+  'events by hour of the day',
+  'events by day of the week',
+  'weekend vs weekdays events',
+  'purchase events per week',
+  'number of view events last week',
+  'session events per day in the last 14 days',
+  'events per hour yesterday',
+  'number of purchase events by hour in the last 3 days',
+  'purchases per day',
+  'count of session events per month',
+  'most common events last week',
+];
+const SLOTS_MONEY = ['revenue by event', 'average revenue of purchases by week', 'revenue by event name this month'];
+
 export interface DailyReference {
   get(day: string): { users: string; events: string; revenue: string } | undefined;
 }
@@ -49,15 +69,18 @@ export async function expectQuestionsFromRollupEqualRaw(
     try {
       ast = understandQuestion(question, lc.lexicon, lc.clock).ast;
     } catch (err) {
-      if (err instanceof NotUnderstood && MONEY.includes(question)) return null;
+      // Money questions need revenue the engine has seen; named events, that the app has them.
+      const named = /\b(purchases?|session|view)\b/.test(question);
+      if (err instanceof NotUnderstood && ([...MONEY, ...SLOTS_MONEY].includes(question) || named)) return null;
       throw err;
     }
-    const fromRollup = compileQuery(ast, { ...lc.compile, rollup: true });
-    const fromRaw = compileQuery(ast, { ...lc.compile, rollup: false });
+    const perEvent = SLOTS.includes(question) || SLOTS_MONEY.includes(question);
+    const fromRollup = compileQuery(ast, { ...lc.compile, rollup: true, eventRollup: true });
+    const fromRaw = compileQuery(ast, { ...lc.compile, rollup: false, eventRollup: false });
     expect(fromRollup.statement, `"${question}" reads the rollup`).toMatch(
-      /public\.(user_days|app_days|app_day_events)\b/,
+      perEvent ? /public\.event_slots\b/ : /public\.(user_days|app_days|app_day_events)\b/,
     );
-    expect(fromRaw.statement).not.toContain('user_days');
+    expect(fromRaw.statement).not.toMatch(/user_days|event_slots/);
     const options = { timeoutMs: 30_000 };
     const [a, b] = await Promise.all([
       runOverRelations(ctx, appId, fromRollup.statement, fromRollup.params, options),
@@ -69,7 +92,7 @@ export async function expectQuestionsFromRollupEqualRaw(
     expect(answer.rows, `"${question}" in ${lc.timeZone} through the API's path`).toEqual(b.rows);
     return a.rows;
   };
-  for (const q of [...ALWAYS, ...MONEY]) await run(q);
+  for (const q of [...ALWAYS, ...MONEY, ...SLOTS, ...SLOTS_MONEY]) await run(q);
 
   // The same figures against SQL written here, per local day.
   const daily = async (question: string, column: 'users' | 'events' | 'revenue') => {
@@ -84,4 +107,18 @@ export async function expectQuestionsFromRollupEqualRaw(
   await daily('unique users per day for the last 30 days', 'users');
   await daily('events per day in the last 30 days', 'events');
   await daily('revenue per day in the last 30 days', 'revenue');
+
+  // Events per name and per local hour of the day, against SQL written here.
+  const perName = await ctx.db.raw(
+    `select event_name, count(*)::int as value from events where app_id = ?::uuid and not is_bot
+     group by 1 order by 2 desc, 1`,
+    [appId],
+  );
+  expect(await run('events by event name')).toEqual(perName.rows);
+  const perHour = await ctx.db.raw(
+    `select extract(hour from created_at at time zone ?)::int as hour, count(*)::int as value from events
+     where app_id = ?::uuid and not is_bot group by 1 order by 1`,
+    [lc.timeZone, appId],
+  );
+  expect(await run('events by hour of the day')).toEqual(perHour.rows);
 }

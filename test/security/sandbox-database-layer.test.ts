@@ -78,7 +78,11 @@ describe.runIf(process.env.TEST_DATABASE_URL)('with the checker off (PostgreSQL)
     expect(own.body.data).toEqual([{ app_id: tenant.app.id }]);
     const days = await query('SELECT DISTINCT app_id FROM public.app_days');
     expect(days.body.data).toEqual([{ app_id: tenant.app.id }]);
-    for (const table of ['user_days', 'activity_deltas', 'app_days', 'app_day_events']) {
+    const names = await query(
+      'SELECT DISTINCT app_id FROM public.event_slots UNION SELECT app_id FROM public.event_deltas',
+    );
+    expect(names.body.data).toEqual([{ app_id: tenant.app.id }]);
+    for (const table of ['user_days', 'activity_deltas', 'app_days', 'app_day_events', 'event_slots', 'event_deltas']) {
       const other = await query(`SELECT count(*) AS n FROM public.${table} WHERE app_id = '${victim.app.id}'`);
       expect(other.body.data, table).toEqual([{ n: 0 }]);
     }
@@ -88,6 +92,7 @@ describe.runIf(process.env.TEST_DATABASE_URL)('with the checker off (PostgreSQL)
     for (const sql of [
       'SELECT ip, ua FROM public.events',
       'SELECT id FROM public.activity_deltas',
+      'SELECT id FROM public.event_deltas',
       'SELECT active FROM public.app_days',
       'SELECT * FROM public.app_periods',
       'SELECT * FROM public.app_rollups',

@@ -8,14 +8,13 @@ import type { ServiceContext } from '../context.js';
 import { ValidationError } from '../errors.js';
 import type { AppRow } from '../storage/tenancy.js';
 import { addDays, addUnits, label, localDate, truncate, type Unit } from '../time.js';
-import { resolveDates } from './metrics.js';
+import { eventRollupAnswers, resolveDates } from './metrics.js';
 import {
   type EventWindow,
   eventTimeProfile,
-  eventTotals,
-  eventTrend,
+  eventTimeProfileFromSlots,
+  eventTotalsAndTrend,
   propertyKeyStats,
-  topPropertyValues,
 } from './queries/event-analytics.js';
 
 /** Property keys reported (the most frequent) and text values listed per key. */
@@ -98,9 +97,11 @@ export async function eventAnalytics(
     to: `${addDays(end, 1)} 00:00:00`,
     timeoutMs: ctx.config.analyticsQueryTimeoutMs,
   };
-  const totals = await eventTotals(ctx.db, w);
-  const trend = await eventTrend(ctx.db, w, q.groupBy);
-  const profile = await eventTimeProfile(ctx.db, w);
+  const { totals, trend } = await eventTotalsAndTrend(ctx.db, w, q.groupBy);
+  // When it happens most: from the per-event rollup once it holds the app's events (local days
+  // are whole 15-minute slots from 1973 on), else from raw events.
+  const fromSlots = start >= '1973-01-01' && (await eventRollupAnswers(ctx, app.id));
+  const profile = await (fromSlots ? eventTimeProfileFromSlots : eventTimeProfile)(ctx.db, w);
   const hour = busiest(profile.hours);
   const weekday = busiest(profile.weekdays);
   return {
@@ -121,9 +122,7 @@ export async function eventAnalytics(
 }
 
 async function propertyAggregates(ctx: ServiceContext, w: EventWindow): Promise<Record<string, PropertyStats>> {
-  const keys = await propertyKeyStats(ctx.db, w, MAX_PROPERTIES);
-  const textual = keys.filter((k) => k.types.includes('string') || k.types.includes('boolean')).map((k) => k.key);
-  const values = await topPropertyValues(ctx.db, w, textual, TOP_VALUES);
+  const keys = await propertyKeyStats(ctx.db, w, MAX_PROPERTIES, TOP_VALUES);
   // A null-prototype object: property names such as `__proto__` are ordinary keys here.
   const out: Record<string, PropertyStats> = Object.create(null);
   for (const k of keys) {
@@ -131,9 +130,7 @@ async function propertyAggregates(ctx: ServiceContext, w: EventWindow): Promise<
       type: k.types.length === 1 ? (JSON_TYPES[k.types[0]!] ?? 'mixed') : 'mixed',
       count: k.count,
     };
-    if (textual.includes(k.key)) {
-      stats.top_values = values.filter((v) => v.key === k.key).map((v) => ({ value: v.value, count: v.count }));
-    }
+    if (k.values !== null) stats.top_values = k.values;
     if (k.numbers > 0) {
       stats.min = finite(k.min);
       stats.max = finite(k.max);

@@ -160,6 +160,12 @@ export async function rollupAnswers(
   return state === undefined || (state.state === 'ready' && state.time_zone === timeZone);
 }
 
+/** Whether the app's per-event rollup can answer: counted from its earlier events (or none before it). */
+export async function eventRollupAnswers(ctx: Pick<ServiceContext, 'db'>, appId: string): Promise<boolean> {
+  const state = await rollup.rollupState(ctx.db, appId);
+  return state === undefined || state.events_state === 'ready';
+}
+
 /** The queries for a request: the rollup's (for days, or by hour with raw events where hours need them), else raw events'. */
 type Queries = Pick<
   typeof raw,

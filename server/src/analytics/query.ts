@@ -8,7 +8,7 @@ import { analyticsSqlPrompt } from '../language/prompts.js';
 import { languageContext, readQuestion, refusal } from '../language/service.js';
 import { LlmError } from '../llm/index.js';
 import { runOverRelations, runSandboxedQuery, type SandboxResult } from '../sandbox/sandbox.js';
-import { rollupAnswers } from './metrics.js';
+import { eventRollupAnswers, rollupAnswers } from './metrics.js';
 import { activeUsersPerBucket } from './queries/rollup-metrics.js';
 
 export type QueryMethod = 'rules' | 'llm' | 'llm_sql' | 'sql';
@@ -80,7 +80,7 @@ export async function answerQuery(
   const lc = await languageContext(ctx, app.id);
   const read = await readQuestion(ctx, lc, query);
   if (read.method !== 'llm_sql') {
-    const cx = { ...lc.compile, rollup: await rollupCanAnswer(ctx, app.id, lc.timeZone) };
+    const cx = { ...lc.compile, ...(await rollupsCanAnswer(ctx, app.id, lc.timeZone)) };
     let interpretation = describeQuery(read.ast, lc.clock);
     if (read.corrections.length > 0) {
       interpretation = `${interpretation.replace(/\.$/, '')} (reading ${read.corrections.map(([a, b]) => `"${a}" as "${b}"`).join(', ')}).`;
@@ -130,16 +130,27 @@ export async function answerQuery(
 }
 
 /**
- * Whether questions may read the app's activity rollup: it is ready in the organization's time
- * zone, and the sandbox reads it (embedded mode; an unconfined PostgreSQL setup, where Tally's own
- * statements run on Tally's pool; or a sandbox role granted the rollup's tables).
+ * Whether questions may read the app's activity rollup (ready in the organization's time zone) and
+ * its per-event rollup (counted from the events before it), given that the sandbox reads them
+ * (embedded mode; an unconfined PostgreSQL setup, where Tally's own statements run on Tally's pool;
+ * or a sandbox role granted the rollups' tables).
  */
-async function rollupCanAnswer(ctx: ServiceContext, appId: string, timeZone: string): Promise<boolean> {
-  if (!(await rollupAnswers(ctx, appId, timeZone))) return false;
+async function rollupsCanAnswer(
+  ctx: ServiceContext,
+  appId: string,
+  timeZone: string,
+): Promise<{ rollup: boolean; eventRollup: boolean }> {
+  const [rollup, eventRollup] = await Promise.all([
+    rollupAnswers(ctx, appId, timeZone),
+    eventRollupAnswers(ctx, appId),
+  ]);
+  if (!rollup && !eventRollup) return { rollup, eventRollup };
   const executor = ctx.sandbox.executor;
-  if (executor.embedded) return true;
-  const confinement = await executor.confinement();
-  return !confinement.confined || confinement.readsRollup === true;
+  if (!executor.embedded) {
+    const confinement = await executor.confinement();
+    if (confinement.confined && confinement.readsRollup !== true) return { rollup: false, eventRollup: false };
+  }
+  return { rollup, eventRollup };
 }
 
 const FORMULA_START = /^[=+\-@\t\r]/;

@@ -5,10 +5,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../storage/handle.js';
 import {
+  appsBackfillingEvents,
   appsBuilding,
   appsWithDeltas,
+  appsWithEventDeltas,
   appsWithMovedZone,
+  eventBackfillStep,
   foldDeltas,
+  foldEventDeltas,
   rebuildStep,
   restartRollup,
   vacuumChurningTables,
@@ -18,6 +22,8 @@ import {
 export const FOLD_BATCH = 20_000;
 /** Users recounted per rebuild statement. */
 export const REBUILD_BATCH = 200;
+/** Existing events counted into the per-event rollup per backfill statement. */
+export const EVENT_BACKFILL_BATCH = 50_000;
 
 export interface RollupPace {
   /** Rest this many times as long as a batch took. */
@@ -27,43 +33,55 @@ export interface RollupPace {
 }
 
 /**
- * Folds every app's waiting deltas, then clears the dead rows folding left when they outnumber the
- * live ones (vacuumChurningTables); returns how many deltas were folded.
+ * Folds every app's waiting deltas (the activity rollup's and the per-event rollup's), then clears
+ * the dead rows folding left when they outnumber the live ones (vacuumChurningTables); returns how
+ * many deltas were folded.
  */
 export async function foldRollups(db: Db, options: { vacuumMinDead?: number } = {}): Promise<number> {
   let total = 0;
-  for (const appId of await appsWithDeltas(db)) {
-    for (;;) {
-      const n = await foldDeltas(db, appId, FOLD_BATCH);
-      if (n > 0) total += n;
-      if (n < FOLD_BATCH) break;
+  const drain = async (apps: string[], fold: (db: Db, appId: string, limit: number) => Promise<number>) => {
+    for (const appId of apps) {
+      for (;;) {
+        const n = await fold(db, appId, FOLD_BATCH);
+        if (n > 0) total += n;
+        if (n < FOLD_BATCH) break;
+      }
     }
-  }
+  };
+  await drain(await appsWithDeltas(db), foldDeltas);
+  await drain(await appsWithEventDeltas(db), foldEventDeltas);
   if (total > 0) await vacuumChurningTables(db, options.vacuumMinDead);
   return total;
 }
 
 /**
  * Restarts the rollups of apps whose organization moved to another time zone, then goes on with
- * every rollup being built, a batch of users at a time, until done or out of budget.
+ * every rollup being built, a batch of users at a time, and with every per-event rollup being
+ * counted from existing events, a batch of events at a time, until done or out of budget.
  */
 export async function rebuildRollups(
   db: Db,
   pace: RollupPace = { pauseFactor: 3, budgetMs: 50_000 },
-): Promise<{ apps: number; users: number }> {
+): Promise<{ apps: number; users: number; events: number }> {
   const started = performance.now();
   for (const moved of await appsWithMovedZone(db)) await restartRollup(db, moved.app_id, moved.time_zone);
-  let users = 0;
-  const apps = await appsBuilding(db);
-  for (const appId of apps) {
-    for (;;) {
-      const t = performance.now();
-      const n = await rebuildStep(db, appId, REBUILD_BATCH);
-      if (n <= 0) break;
-      users += n;
-      if (performance.now() - started > pace.budgetMs) return { apps: apps.length, users };
-      await sleep((performance.now() - t) * pace.pauseFactor);
+  const done = { apps: 0, users: 0, events: 0 };
+  /** Runs `step` for each app until it has nothing left; false when out of budget. */
+  const paced = async (apps: string[], step: (appId: string) => Promise<number>, into: 'users' | 'events') => {
+    done.apps += apps.length;
+    for (const appId of apps) {
+      for (;;) {
+        const t = performance.now();
+        const n = await step(appId);
+        if (n <= 0) break;
+        done[into] += n;
+        if (performance.now() - started > pace.budgetMs) return false;
+        await sleep((performance.now() - t) * pace.pauseFactor);
+      }
     }
-  }
-  return { apps: apps.length, users };
+    return true;
+  };
+  if (!(await paced(await appsBuilding(db), (a) => rebuildStep(db, a, REBUILD_BATCH), 'users'))) return done;
+  await paced(await appsBackfillingEvents(db), (a) => eventBackfillStep(db, a, EVENT_BACKFILL_BATCH), 'events');
+  return done;
 }

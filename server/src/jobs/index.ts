@@ -138,7 +138,8 @@ function rollupJobs(database: Database, logger?: Logger): JobDefinition[] {
       cron: '* * * * *',
       async run() {
         const done = await rebuildRollups(database.knex);
-        if (done.users > 0) logger?.info(done, 'activity rollups rebuilt for more users');
+        if (done.users > 0 || done.events > 0)
+          logger?.info(done, 'rollups built further (users recounted, existing events counted per name)');
       },
     },
   ];

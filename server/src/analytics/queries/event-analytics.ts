@@ -21,32 +21,65 @@ const match = (e = '') => `${e}app_id = ?::uuid and not ${e}is_bot and ${e}event
 const MATCH = match();
 const matchBindings = (w: EventWindow) => [w.appId, w.eventName, w.from, w.timeZone, w.to, w.timeZone];
 
-/** Events and distinct users in the window. */
-export async function eventTotals(db: Knex, w: EventWindow): Promise<{ events: number; users: number }> {
-  const [row] = await timedRows<{ events: string; users: string }>(
-    db,
-    w.timeoutMs,
-    `select count(*) as events, count(distinct user_id) as users from events where ${MATCH}`,
-    matchBindings(w),
-  );
-  return { events: Number(row?.events ?? 0), users: Number(row?.users ?? 0) };
-}
-
-/** Events and distinct users per unit, keyed by the unit's local start `YYYY-MM-DD HH:MM`. */
-export async function eventTrend(
+/**
+ * Events and distinct users in the window, in all and per unit (keyed by the unit's local start
+ * `YYYY-MM-DD HH:MM`): one pass over the window's events.
+ */
+export async function eventTotalsAndTrend(
   db: Knex,
   w: EventWindow,
   unit: TrendUnit,
-): Promise<Map<string, { events: number; users: number }>> {
-  const rows = await timedRows<{ k: string; events: string; users: string }>(
+): Promise<{ totals: { events: number; users: number }; trend: Map<string, { events: number; users: number }> }> {
+  const rows = await timedRows<{ whole: number; k: string | null; events: string; users: string }>(
     db,
     w.timeoutMs,
-    `select to_char(date_trunc('${unit}', created_at at time zone ?), 'YYYY-MM-DD HH24:MI') as k,
-            count(*) as events, count(distinct user_id) as users
-     from events where ${MATCH} group by 1`,
+    `select grouping(k) as whole, k, count(*) as events, count(distinct user_id) as users
+     from (select to_char(date_trunc('${unit}', created_at at time zone ?), 'YYYY-MM-DD HH24:MI') as k, user_id
+           from events where ${MATCH}) e
+     group by grouping sets ((k), ())`,
     [w.timeZone, ...matchBindings(w)],
   );
-  return new Map(rows.map((r) => [r.k, { events: Number(r.events), users: Number(r.users) }]));
+  const totals = { events: 0, users: 0 };
+  const trend = new Map<string, { events: number; users: number }>();
+  for (const r of rows) {
+    const figures = { events: Number(r.events), users: Number(r.users) };
+    if (Number(r.whole) === 1) Object.assign(totals, figures);
+    else trend.set(r.k!, figures);
+  }
+  return { totals, trend };
+}
+
+/**
+ * The same as eventTimeProfile, from the per-event rollup (event_slots plus the deltas not folded
+ * yet, migration 028): exact when the window's ends fall on quarter hours, as local midnights do.
+ */
+export async function eventTimeProfileFromSlots(
+  db: Knex,
+  w: EventWindow,
+): Promise<{ hours: Map<number, number>; weekdays: Map<number, number> }> {
+  const within = (t: string) => `${t}.app_id = ?::uuid and ${t}.event_name = ?
+    and ${t}.slot >= (?::timestamp at time zone ?) and ${t}.slot < (?::timestamp at time zone ?)`;
+  const rows = await timedRows<{ kind: 'h' | 'd'; k: number; n: string }>(
+    db,
+    w.timeoutMs,
+    `with local as (
+       select s.slot at time zone ? as t, s.events from event_slots s where ${within('s')}
+       union all
+       select x.slot at time zone ?, x.events from event_deltas x where ${within('x')}
+     )
+     select 'h' as kind, extract(hour from t)::int as k, sum(events) as n from local group by 2 having sum(events) > 0
+     union all
+     select 'd', extract(isodow from t)::int, sum(events) from local group by 2 having sum(events) > 0`,
+    [w.timeZone, ...matchBindings(w), w.timeZone, ...matchBindings(w)],
+  );
+  return profileOf(rows);
+}
+
+function profileOf(rows: { kind: 'h' | 'd'; k: number; n: string }[]) {
+  const hours = new Map<number, number>();
+  const weekdays = new Map<number, number>();
+  for (const r of rows) (r.kind === 'h' ? hours : weekdays).set(Number(r.k), Number(r.n));
+  return { hours, weekdays };
 }
 
 /** Events per local hour of day (0-23) and per ISO day of week (1 Monday to 7 Sunday). */
@@ -63,10 +96,7 @@ export async function eventTimeProfile(
      select 'd', extract(isodow from t)::int, count(*) from local group by 2`,
     [w.timeZone, ...matchBindings(w)],
   );
-  const hours = new Map<number, number>();
-  const weekdays = new Map<number, number>();
-  for (const r of rows) (r.kind === 'h' ? hours : weekdays).set(Number(r.k), Number(r.n));
-  return { hours, weekdays };
+  return profileOf(rows);
 }
 
 export interface PropertyKeyStats {
@@ -87,41 +117,61 @@ const PROPERTY_VALUES = `select p.key, p.value, jsonb_typeof(p.value) as t
   where ${match('e.')}
     and jsonb_typeof(e.properties) = 'object' and jsonb_typeof(p.value) <> 'null'`;
 
-/** The `limit` most frequent property keys of the window's events, with the statistics of their numeric values. */
-export async function propertyKeyStats(db: Knex, w: EventWindow, limit: number): Promise<PropertyKeyStats[]> {
-  const rows = await timedRows<Omit<PropertyKeyStats, 'count' | 'numbers'> & { count: string; numbers: string }>(
-    db,
-    w.timeoutMs,
-    `with kv as (${PROPERTY_VALUES}), num as (
-       select key, t, case when t = 'number' then (value #>> '{}')::numeric end as x from kv
-     )
-     select key, count(*) as count, array_agg(distinct t order by t) as types,
-            count(x) as numbers, min(x)::text as min, max(x)::text as max, avg(x)::text as avg, sum(x)::text as sum
-     from num group by key order by count(*) desc, key limit ?`,
-    [...matchBindings(w), limit],
-  );
-  return rows.map((r) => ({ ...r, count: Number(r.count), numbers: Number(r.numbers) }));
-}
-
-/** The `top` most frequent text and boolean values of each of `keys` (as text), most frequent first. */
-export async function topPropertyValues(
+/**
+ * The `limit` most frequent property keys of the window's events, with the statistics of their
+ * numeric values and, for keys holding text or booleans, their `top` most frequent values (as
+ * text, most frequent first): one pass over the window's events' properties.
+ */
+export async function propertyKeyStats(
   db: Knex,
   w: EventWindow,
-  keys: readonly string[],
+  limit: number,
   top: number,
-): Promise<{ key: string; value: string; count: number }[]> {
-  if (keys.length === 0) return [];
-  const rows = await timedRows<{ key: string; value: string; count: string }>(
+): Promise<(PropertyKeyStats & { values: { value: string; count: number }[] | null })[]> {
+  const rows = await timedRows<
+    Omit<PropertyKeyStats, 'count' | 'numbers'> & {
+      count: string;
+      numbers: string;
+      top_values: { value: string; count: number }[] | null;
+    }
+  >(
     db,
     w.timeoutMs,
-    `with kv as (${PROPERTY_VALUES}), counted as (
-       select key, value #>> '{}' as value, count(*) as count from kv
-       where t in ('string', 'boolean') and key = any(?::text[]) group by 1, 2
+    // One pass: per key, and per key and text value, in one grouping (no sort of every value).
+    `with g as (
+       select key, v, grouping(v) as whole, count(*) as count,
+              array_remove(array[
+                case when bool_or(t = 'array') then 'array' end, case when bool_or(t = 'boolean') then 'boolean' end,
+                case when bool_or(t = 'number') then 'number' end, case when bool_or(t = 'object') then 'object' end,
+                case when bool_or(t = 'string') then 'string' end], null) as types,
+              count(x) as numbers, min(x)::text as min, max(x)::text as max, avg(x)::text as avg, sum(x)::text as sum
+       from (select key, t, case when t in ('string', 'boolean') then value #>> '{}' end as v,
+                    case when t = 'number' then (value #>> '{}')::numeric end as x
+             from (${PROPERTY_VALUES}) kv) num
+       group by grouping sets ((key), (key, v))
+     ),
+     keys as (
+       select key, count, types, numbers, min, max, avg, sum, row_number() over (order by count desc, key) as rank
+       from g where whole = 1
+     ),
+     ranked as (
+       select key, v, count, row_number() over (partition by key order by count desc, v) as rank
+       from g where whole = 0 and v is not null
      )
-     select key, value, count from (
-       select key, value, count, row_number() over (partition by key order by count desc, value) as rank from counted
-     ) ranked where rank <= ? order by key, rank`,
-    [...matchBindings(w), [...keys], top],
+     select k.key, k.count, k.types, k.numbers, k.min, k.max, k.avg, k.sum,
+            case when k.types && array['string', 'boolean'] then coalesce(t.top_values, '[]'::json) end as top_values
+     from keys k left join (
+       select key, json_agg(json_build_object('value', v, 'count', count) order by rank) as top_values
+       from ranked where rank <= ? group by key
+     ) t on t.key = k.key
+     where k.rank <= ?
+     order by k.rank`,
+    [...matchBindings(w), top, limit],
   );
-  return rows.map((r) => ({ key: r.key, value: r.value, count: Number(r.count) }));
+  return rows.map(({ top_values, ...r }) => ({
+    ...r,
+    count: Number(r.count),
+    numbers: Number(r.numbers),
+    values: top_values === null ? null : top_values.map((v) => ({ value: v.value, count: Number(v.count) })),
+  }));
 }

@@ -177,6 +177,9 @@ async function retentionFromUsers(
 }
 
 /** The app's rollup: its zone and state (none yet: an app whose events all came after migration 024). */
-export async function rollupState(db: Db, appId: string): Promise<{ time_zone: string; state: string } | undefined> {
-  return db('app_rollups').where({ app_id: appId }).first('time_zone', 'state');
+export async function rollupState(
+  db: Db,
+  appId: string,
+): Promise<{ time_zone: string; state: string; events_state: string } | undefined> {
+  return db('app_rollups').where({ app_id: appId }).first('time_zone', 'state', 'events_state');
 }

@@ -15,6 +15,33 @@ export async function foldDeltas(db: Db, appId: string, limit: number): Promise<
   return Number((rows as { n: number }[])[0]!.n);
 }
 
+/** Apps with event deltas waiting to be folded (migration 028). Not per-app by nature: the job's worklist. */
+export async function appsWithEventDeltas(db: Db): Promise<string[]> {
+  const { rows } = await db.raw('select distinct app_id from event_deltas order by app_id');
+  return (rows as { app_id: string }[]).map((r) => r.app_id);
+}
+
+/** Folds up to `limit` of the app's oldest event deltas into event_slots; -1 when another session holds the app. */
+export async function foldEventDeltas(db: Db, appId: string, limit: number): Promise<number> {
+  const { rows } = await db.raw('select tally_event_slots_fold(?::uuid, ?::integer) as n', [appId, limit]);
+  return Number((rows as { n: number }[])[0]!.n);
+}
+
+/** Apps whose per-event rollup is still being counted from existing events. Not per-app: the job's worklist. */
+export async function appsBackfillingEvents(db: Db): Promise<string[]> {
+  const { rows } = await db.raw(`select app_id from app_rollups where events_state = 'building' order by app_id`);
+  return (rows as { app_id: string }[]).map((r) => r.app_id);
+}
+
+/**
+ * Counts the app's next `batch` existing events (whole 15-minute slots, in time order) into
+ * event_slots; 0 when its per-event rollup became (or was) ready, -1 when busy elsewhere.
+ */
+export async function eventBackfillStep(db: Db, appId: string, batch: number): Promise<number> {
+  const { rows } = await db.raw('select tally_event_slots_backfill_step(?::uuid, ?::integer) as n', [appId, batch]);
+  return Number((rows as { n: string | number }[])[0]!.n);
+}
+
 /** Apps whose rollup is kept in another zone than their organization's now. Not per-app: the job's worklist. */
 export async function appsWithMovedZone(db: Db): Promise<{ app_id: string; time_zone: string }[]> {
   const { rows } = await db.raw(
@@ -50,8 +77,24 @@ export async function rollupProgress(
   return db('app_rollups').where({ app_id: appId }).first('state', 'time_zone', 'users_done');
 }
 
+/** The app's per-event rollup progress, for operators: ready or building, and the events counted so far. */
+export async function eventRollupProgress(
+  db: Db,
+  appId: string,
+): Promise<{ state: string; events_done: number } | undefined> {
+  const row = await db('app_rollups').where({ app_id: appId }).first('events_state', 'events_done');
+  return row ? { state: row.events_state as string, events_done: Number(row.events_done) } : undefined;
+}
+
 /** Tables whose rows the fold deletes or rewrites all the time: their dead rows are cleared by the fold job. */
-const CHURNING = ['activity_deltas', 'app_days', 'app_day_gaps', 'app_periods', 'user_active_days'] as const;
+const CHURNING = [
+  'activity_deltas',
+  'app_days',
+  'app_day_gaps',
+  'app_periods',
+  'user_active_days',
+  'event_deltas',
+] as const;
 
 /**
  * Vacuums those of the rollup's tables that hold more dead rows than live ones (at least

@@ -22,6 +22,11 @@ export interface CompileContext {
    * it holds read it instead of raw events (compile-rollup.ts). Absent: raw events.
    */
   rollup?: boolean;
+  /**
+   * The app's per-event rollup can answer (counted, readable by the sandbox): questions on events
+   * by name, time or hour of the day read it (compile-rollup.ts). Absent: raw events.
+   */
+  eventRollup?: boolean;
   /** The app (`$1` of the statement), written into the statement shown to the caller. */
   appId?: string;
 }

@@ -117,6 +117,47 @@ export function rollupSource(sql: Sql, q: Query, dim: Dimension | null): RollupS
   );
 }
 
+/** Whether a period's ends fall on 15-minute boundaries (every local one does on a UTC one: offsets are multiples of 15 minutes). */
+function wholeSlots(sql: Sql, period: Period | undefined): boolean {
+  for (const end of ['from', 'to'] as const) {
+    const anchor = period?.[end];
+    if (!anchor) continue;
+    const r = resolveAnchor(anchor, sql.cx.today, sql.cx.now);
+    const iso = 'instant' in r ? r.instant.toISOString() : `${r.local.replace(' ', 'T')}`;
+    const [year, minutes, seconds] = [Number(iso.slice(0, 4)), Number(iso.slice(14, 16)), iso.slice(17)];
+    // Before 1973 some zones still kept local mean time (offsets in seconds): raw events then.
+    if (year < 1973 || minutes % 15 !== 0 || !/^00(\.0+)?Z?$/.test(seconds)) return false;
+  }
+  return true;
+}
+
+/**
+ * The per-event rollup's rows for a question on events (named or not) or their money, in all, per
+ * hour, day, week or month, per event name, or per hour of the day or day of the week, over a
+ * period of whole 15-minute slots with no condition on properties or users: `event_slots` plus
+ * the deltas not folded yet (`event_deltas`), as rows `d` with the slot as `d.created_at` (so the
+ * caller's own time and name keys apply as they do to events). Null for any other question.
+ */
+export function slotSource(sql: Sql, q: Query, dim: Dimension | null): Omit<RollupSource, 'key'> | null {
+  if (!sql.cx.eventRollup || q.segment || q.events.filters.length > 0) return null;
+  const what = measureOf(sql, q);
+  if (!what || what === 'users') return null;
+  if (dim && dim.kind !== 'event_name' && dim.kind !== 'time' && dim.kind !== 'time_part') return null;
+  if (!wholeSlots(sql, q.period)) return null;
+  const rows = (table: string, a: string) =>
+    `select ${a}.slot as created_at, ${a}.event_name, ${a}.events, ${a}.revenue, ${a}.revenue_events
+   from public.${table} ${a} where ${a}.app_id = $1::uuid${sql.events(a, q.events.events, [])}${sql.period(`${a}.slot`, q.period)}`;
+  // A group is there when it holds an event (events), or an event carrying money (sum, average).
+  const present = what === 'events' ? 'sum(d.events) > 0' : 'sum(d.revenue_events) > 0';
+  return {
+    from: `(${rows('event_slots', 'r')}\n   union all\n   ${rows('event_deltas', 'x')}) as d`,
+    where: 'true',
+    alias: 'd',
+    measure: MEASURES[what],
+    having: dim ? [present] : [],
+  };
+}
+
 /**
  * A series of distinct active users per day, week or month over whole days ("unique users per day
  * for the last 30 days", "weekly active users"), with nothing else asked: the buckets to count, as

@@ -9,7 +9,7 @@ import type { Bucket, Condition, Dimension, EventSet, Part, Query } from '../ast
 import { bucketsOf } from './compile-buckets.js';
 import { metricSql } from './compile-metrics.js';
 import { type CompileContext, Sql } from './compile-parts.js';
-import { rollupSource } from './compile-rollup.js';
+import { rollupSource, slotSource } from './compile-rollup.js';
 
 export type { CompileContext };
 
@@ -200,6 +200,8 @@ function source(
   }
   const fromRollup = rollup ? rollupSource(sql, q, dim) : null;
   if (fromRollup) return fromRollup;
+  const fromSlots = rollup ? slotSource(sql, q, dim) : null;
+  if (fromSlots) return { ...fromSlots, key: dim ? dimensionExpr(sql, dim, fromSlots.alias, 'u') : null };
   const e = 'e';
   const needsUser = dim?.kind === 'user_property';
   const from = needsUser ? `events ${e} join users u on u.user_id = ${e}.user_id` : `events ${e}`;

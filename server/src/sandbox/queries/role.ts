@@ -12,9 +12,10 @@ import type pg from 'pg';
 
 /**
  * Columns of the real tables the sandbox role reads (ip, ua and the rest stay unreadable): the
- * sandbox relations' `events` and `users`, and the activity rollup (`user_days`, its unfolded
- * `activity_deltas`, and the per-app daily sums of `app_days` and `app_day_events`), which only statements Tally
- * writes itself read (language/queries/compile-rollup.ts).
+ * sandbox relations' `events` and `users`, and the rollups (`user_days`, its unfolded
+ * `activity_deltas`, the per-app daily sums of `app_days` and `app_day_events`, and the per-event
+ * `event_slots` with their unfolded `event_deltas`), which only statements Tally writes itself
+ * read (language/queries/compile-rollup.ts).
  */
 export const SANDBOX_COLUMNS: Readonly<Record<SandboxTable, readonly string[]>> = {
   events: ['id', 'app_id', 'user_id', 'event_name', 'properties', 'created_at', 'is_bot'],
@@ -34,10 +35,19 @@ export const SANDBOX_COLUMNS: Readonly<Record<SandboxTable, readonly string[]>> 
   activity_deltas: ['app_id', 'user_id', 'slot', 'events', 'revenue', 'revenue_events'],
   app_days: ['app_id', 'day', 'revenue'],
   app_day_events: ['app_id', 'day', 'events', 'revenue_events', 'revenue'],
+  event_slots: ['app_id', 'slot', 'event_name', 'events', 'revenue', 'revenue_events'],
+  event_deltas: ['app_id', 'slot', 'event_name', 'events', 'revenue', 'revenue_events'],
 };
-type SandboxTable = 'events' | 'users' | 'user_days' | 'activity_deltas' | 'app_days' | 'app_day_events';
-/** The rollup's tables: each readable only with row-level security in force. */
-const ROLLUP_TABLES = ['user_days', 'activity_deltas', 'app_days', 'app_day_events'] as const;
+type SandboxTable = 'events' | 'users' | (typeof ROLLUP_TABLES)[number];
+/** The rollups' tables: each readable only with row-level security in force. */
+const ROLLUP_TABLES = [
+  'user_days',
+  'activity_deltas',
+  'app_days',
+  'app_day_events',
+  'event_slots',
+  'event_deltas',
+] as const;
 
 /** The setting the row-level-security policies read; the sandbox sets it per transaction. */
 export const APP_SETTING = 'tally.app_id';
@@ -243,7 +253,9 @@ export async function checkConfinement(client: pg.ClientBase): Promise<Confineme
       has_column_privilege('public.user_days', 'events', 'SELECT')
         AND has_column_privilege('public.activity_deltas', 'slot', 'SELECT')
         AND has_column_privilege('public.app_days', 'revenue', 'SELECT')
-        AND has_column_privilege('public.app_day_events', 'events', 'SELECT') AS rollup`)
+        AND has_column_privilege('public.app_day_events', 'events', 'SELECT')
+        AND has_column_privilege('public.event_slots', 'events', 'SELECT')
+        AND has_column_privilege('public.event_deltas', 'events', 'SELECT') AS rollup`)
   ).rows[0];
   if (!reads.events || !reads.users) problems.push('it cannot read the events and users it must');
   return { confined: problems.length === 0, problems, readsRollup: reads.rollup === true };

@@ -25,6 +25,7 @@ import * as m024 from './024-activity-rollups.js';
 import * as m025 from './025-idempotency-keys.js';
 import * as m026 from './026-activity-days.js';
 import * as m027 from './027-app-day-events.js';
+import * as m028 from './028-event-slots.js';
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001-tenancy': m001,
@@ -51,6 +52,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '025-idempotency-keys': m025,
   '026-activity-days': m026,
   '027-app-day-events': m027,
+  '028-event-slots': m028,
 };
 
 const source: Knex.MigrationSource<string> = {
