@@ -72,8 +72,10 @@ async function measure(ctx: Awaited<ReturnType<typeof createTally>>['context'], 
   const rollup: Record<string, number> = {};
   const failed: Record<string, string> = {};
   const raw: Record<string, number> = {};
+  // BENCH_ANALYTICS_ONLY=hour: only the ranges whose name contains it, and no engagement or questions.
+  const only = process.env.BENCH_ANALYTICS_ONLY;
   for (const metric of METRICS) {
-    for (const range of RANGES) {
+    for (const range of RANGES.filter((r) => !only || r.name.includes(only))) {
       const req = {
         appId: app.id,
         metric,
@@ -88,6 +90,7 @@ async function measure(ctx: Awaited<ReturnType<typeof createTally>>['context'], 
       }
     }
   }
+  if (only) return { rollup, raw, failed };
   rollup['mcp engagement (30 days)'] = await median(() => engagement(ctx, app, { endDate: END }));
   rollup['mcp event trend (purchase, 30 days by day)'] = await median(() =>
     eventAnalytics(ctx, app, 'purchase', { endDate: END, groupBy: 'day' }),

@@ -21,6 +21,7 @@ import {
 } from '../time.js';
 import * as raw from './queries/metrics.js';
 import { convertedUsersPerBucket, type MetricRange } from './queries/metrics.js';
+import * as hours from './queries/rollup-hours.js';
 import * as rollup from './queries/rollup-metrics.js';
 
 export type MetricName = 'dau' | 'mau' | 'retention' | 'revenue' | 'arpu' | 'conversion' | 'churn';
@@ -165,13 +166,13 @@ export async function eventRollupAnswers(ctx: Pick<ServiceContext, 'db'>, appId:
   return state === undefined || state.events_state === 'ready';
 }
 
-/** The queries for a request: the rollup's for whole days, else raw events'. */
+/** The queries for a request: the rollup's (for days, or by hour with raw events where hours need them), else raw events'. */
 type Queries = Pick<
   typeof raw,
   'activeUsersPerBucket' | 'revenuePerBucket' | 'activityWindowEdges' | 'churnPerBucket' | 'retentionPerBucket'
 >;
 const queriesFor = (req: MetricRequest, unit: Unit): Queries =>
-  req.source === 'rollup' && unit !== 'hour' ? rollup : raw;
+  req.source !== 'rollup' ? raw : unit === 'hour' ? hours : rollup;
 
 type Compute = (ctx: ServiceContext, req: MetricRequest, list: Bucket[], unit: Unit) => Promise<number[]>;
 
@@ -231,12 +232,8 @@ const mau: Compute = async (ctx, req, list, unit) => {
   const hi = list[list.length - 1]!.end;
   const lo = addUnits(list[0]!.end, 'day', -MAU_WINDOW_DAYS);
   const r = rangeOf(ctx, req, res, lo, hi);
-  // By hour, the rollup answers for the whole days in the middle of the window (raw events at its edges).
-  const byHour =
-    res === 'hour' && req.source === 'rollup'
-      ? await rollup.hourWindowEdges(ctx.db, req.appId, r, MAU_WINDOW_DAYS)
-      : null;
-  const deltas = byHour ?? (await queriesFor(req, res).activityWindowEdges(ctx.db, req.appId, r, MAU_WINDOW_DAYS));
+  // By hour, the rollup answers for the whole days in the middle of the windows (raw events at their edges).
+  const deltas = await queriesFor(req, res).activityWindowEdges(ctx.db, req.appId, r, MAU_WINDOW_DAYS);
   // MAU at end E = #spans (lo, hi] containing E = count(lo < E) - count(hi < E).
   // Deltas come sorted by time and bucket ends increase: one sweep.
   let i = 0;

@@ -5,9 +5,8 @@
 import type { Db } from '../../storage/handle.js';
 import { LONGEST_WINDOW_DAYS } from '../../storage/migrations/026-activity-days.js';
 import { timedRows as rows } from '../../storage/timed.js';
-import { addUnits, truncate } from '../../time.js';
-import { type MetricRange, unitSql, windowEdgesSql } from './metrics.js';
-import { deltaKeys, pairs } from './rollup-pairs.js';
+import { type MetricRange, unitSql } from './metrics.js';
+import { deltaKeys, type Fragment } from './rollup-pairs.js';
 
 const KEY = `'YYYY-MM-DD HH24:MI'`;
 
@@ -17,7 +16,7 @@ const KEY = `'YYYY-MM-DD HH24:MI'`;
  * `sets(user_id, day, sign)`; within [lo, hi) when a range is given, else over their whole
  * history. Counting a figure over both sets, signed, gives the change the deltas make. Needs `k`.
  */
-function deltaUserSets(appId: string, col: 'events' | 'revenue_events', range?: { lo: string; hi: string }) {
+export function deltaUserSets(appId: string, col: 'events' | 'revenue_events', range?: { lo: string; hi: string }) {
   const within = (alias: string) => (range ? ` and ${alias}.day >= ?::date and ${alias}.day < ?::date` : '');
   const bounds = range ? [range.lo, range.hi] : [];
   return {
@@ -216,44 +215,6 @@ export async function periodFlags(
 }
 
 /**
- * As queries/metrics.ts `activityWindowEdges` by hour (`r.lo` is the first bucket end less the
- * window, `r.hi` the last bucket end). Activity from the last window start to the first end, in
- * whole local days [s, t), covers every bucket end alike: it is read from the rollup as one unit
- * per user at t. Only the two strips at the edges, [r.lo, s) and [t, r.hi), are read from raw
- * events, by the hour. Null when the range leaves no whole day in between (the caller reads raw
- * events).
- */
-export async function hourWindowEdges(
-  db: Db,
-  appId: string,
-  r: MetricRange,
-  windowDays: number,
-): Promise<{ at: string; delta: number }[] | null> {
-  const w = Math.floor(windowDays);
-  const lastStart = addUnits(r.hi, 'day', -w);
-  const s = truncate(lastStart, 'day') === lastStart ? lastStart : addUnits(truncate(lastStart, 'day'), 'day', 1);
-  const t = truncate(addUnits(addUnits(r.lo, 'day', w), 'hour', -1), 'day');
-  if (s >= t) return null;
-  const k = deltaKeys(appId, r.timeZone);
-  const middle = pairs(appId, { lo: s, hi: t });
-  const strip = `select user_id, date_trunc('hour', created_at at time zone ?) as a from events
-    where app_id = ?::uuid and not is_bot
-      and created_at >= (?::timestamp at time zone ?) and created_at < (?::timestamp at time zone ?)`;
-  const stripBindings = (lo: string, hi: string) => [r.timeZone, appId, lo, r.timeZone, hi, r.timeZone];
-  const found = await rows<{ t: string; n: string }>(
-    db,
-    r.timeoutMs,
-    `with ${k.sql},
-     acts as (select distinct user_id, a from (
-       ${strip} union all ${strip}
-       union all select user_id, ?::timestamp from (${middle.sql}) p) x),
-     ${windowEdgesSql(w)}`,
-    [...k.bindings, ...stripBindings(r.lo, s), ...stripBindings(t, r.hi), t, ...middle.bindings],
-  );
-  return found.map((row) => ({ at: row.t, delta: Number(row.n) }));
-}
-
-/**
  * For a window of whole local days [from, to) of at most 30 days: the distinct users active in it
  * (the window's daily counts less each user's consecutive active days inside it) and the sum of its
  * daily active users, from the per-app rows plus what the unfolded deltas change (their users
@@ -264,20 +225,33 @@ export async function windowUsers(
   appId: string,
   w: { timeZone: string; from: string; to: string; timeoutMs: number },
 ): Promise<{ users: number; userDays: number }> {
-  const k = deltaKeys(appId, w.timeZone);
-  const sets = deltaUserSets(appId, 'events', { lo: w.from, hi: w.to });
+  const win = windowUsersSql(appId, w);
   const [row] = await rows<{ users: string; user_days: string }>(
     db,
     w.timeoutMs,
-    `with ${k.sql}, ${sets.sql},
-     days as (select coalesce(sum(active), 0) as n from app_days where app_id = ?::uuid and day >= ?::date and day < ?::date),
-     gaps as (select coalesce(sum(pairs), 0) as n from app_day_gaps
-              where app_id = ?::uuid and day >= ?::date and day + gap < ?::date)
-     select (select n from days) - (select n from gaps)
-              + (select count(distinct user_id) from sets where sign > 0)
-              - (select count(distinct user_id) from sets where sign < 0) as users,
-            (select n from days) + (select coalesce(sum(sign), 0) from sets) as user_days`,
-    [...k.bindings, ...sets.bindings, appId, w.from, w.to, appId, w.from, w.to],
+    `with ${win.sql} select users, user_days from window_users`,
+    win.bindings,
   );
   return { users: Number(row?.users ?? 0), userDays: Number(row?.user_days ?? 0) };
+}
+
+/**
+ * The CTEs of `windowUsers`, ending in `window_users(users, user_days)`; they include `k` and the
+ * delta users' `kr` and `sets` of deltaUserSets, within the window.
+ */
+export function windowUsersSql(appId: string, w: { timeZone: string; from: string; to: string }): Fragment {
+  const k = deltaKeys(appId, w.timeZone);
+  const sets = deltaUserSets(appId, 'events', { lo: w.from, hi: w.to });
+  return {
+    sql: `${k.sql}, ${sets.sql},
+     days as (select coalesce(sum(active), 0) as n from app_days where app_id = ?::uuid and day >= ?::date and day < ?::date),
+     gaps as (select coalesce(sum(pairs), 0) as n from app_day_gaps
+              where app_id = ?::uuid and day >= ?::date and day + gap < ?::date),
+     window_users as (
+       select (select n from days) - (select n from gaps)
+                + (select count(distinct user_id) from sets where sign > 0)
+                - (select count(distinct user_id) from sets where sign < 0) as users,
+              (select n from days) + (select coalesce(sum(sign), 0) from sets) as user_days)`,
+    bindings: [...k.bindings, ...sets.bindings, appId, w.from, w.to, appId, w.from, w.to],
+  };
 }

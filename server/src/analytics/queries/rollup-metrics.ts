@@ -1,7 +1,7 @@
 // The metrics' queries over the activity rollup (migration 024) instead of raw events: the same
 // functions, arguments and answers as queries/metrics.ts, for ranges of whole local days in the
 // rollup's time zone (metrics.ts uses them only when the app's rollup is ready in the
-// organization's zone; hours are counted from raw events). Each reads `user_days` (or, for daily
+// organization's zone; hours: rollup-hours.ts). Each reads `user_days` (or, for daily
 // figures, the per-app daily rows of rollup-days.ts) plus the deltas not folded yet, in one
 // statement, so a fold running meanwhile is seen whole or not at all.
 import type { Db } from '../../storage/handle.js';
@@ -126,7 +126,7 @@ export const activeUsersPerBucket = (db: Db, appId: string, r: MetricRange) => u
 /** Users with an event carrying a numeric revenue, per bucket (the default conversion). */
 export const payingUsersPerBucket = (db: Db, appId: string, r: MetricRange) => usersPerBucket(db, appId, r, true);
 
-export { activityWindowEdges, hourWindowEdges, revenuePerBucket } from './rollup-days.js';
+export { activityWindowEdges, revenuePerBucket } from './rollup-days.js';
 
 /** As queries/metrics.ts `churnPerBucket`, from the users' rows. */
 async function churnFromUsers(
