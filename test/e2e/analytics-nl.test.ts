@@ -227,13 +227,25 @@ describe('answers', () => {
   });
 
   it('report SQL that runs in the sandbox to the same rows', async () => {
-    for (const q of ['how many purchases last week', 'revenue by country', 'top 3 events yesterday']) {
+    for (const q of ['purchases by country last week', 'revenue by country', 'how many users purchased yesterday']) {
       const { data, error } = await ask(q);
       expect(error, q).toBeUndefined();
+      expect(data!.sql, q).not.toContain('public.');
       const again = await ask(data!.sql!);
       expect(again.error, data!.sql).toBeUndefined();
       expect(again.data!.query_method).toBe('sql');
       expect(again.data!.data, q).toEqual(data!.data);
+    }
+  });
+
+  it("show the rollup's statement for questions it answers, which callers' SQL may not read", async () => {
+    for (const q of ['how many purchases last week', 'top 3 events yesterday']) {
+      const { data, error } = await ask(q);
+      expect(error, q).toBeUndefined();
+      expect(data!.sql, q).toContain('public.event_slots');
+      const again = await ask(data!.sql!);
+      expect(again.response.status, q).toBe(400);
+      expect(again.error, q).toMatchObject({ code: 'QUERY_REJECTED' });
     }
   });
 
