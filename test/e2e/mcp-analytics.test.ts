@@ -233,6 +233,25 @@ describe('event analytics', () => {
     expect(body.peak_times).toEqual({ hour_of_day: hour!.h, day_of_week: names[(day!.d as number) - 1], timezone: TZ });
   });
 
+  it("counts only the app's own events of that name, peak hour and weekday included", async () => {
+    // Two more apps with the same event name at other hours and days: neither may count the other's.
+    const [a, b] = [await server.createTenant(), await server.createTenant()];
+    const taps = (n: number, at: string) =>
+      Array.from({ length: n }, (_, i) => ({ user_id: `t${i}`, event_name: 'tap', timestamp: at }));
+    await a.client.eventsTrackBatch({ body: { events: taps(2, '2026-03-02T09:05:00Z') } }); // Monday 09:00 UTC
+    await b.client.eventsTrackBatch({ body: { events: taps(5, '2026-03-05T15:05:00Z') } }); // Thursday 15:00 UTC
+    const ask = (t: Tenant) =>
+      createTallyClient({ baseUrl: server.url, mcpApiKey: t.mcpKey }).mcpEventAnalytics({
+        path: { eventName: 'tap' },
+        query: { app_id: t.app.id, ...PERIOD },
+      });
+    const [fromA, fromB] = [(await ask(a)).data!, (await ask(b)).data!];
+    expect(fromA).toMatchObject({ total_events: 2, unique_users: 2 });
+    expect(fromA.peak_times).toEqual({ hour_of_day: 9, day_of_week: 'Monday', timezone: 'UTC' });
+    expect(fromB).toMatchObject({ total_events: 5, unique_users: 5 });
+    expect(fromB.peak_times).toEqual({ hour_of_day: 15, day_of_week: 'Thursday', timezone: 'UTC' });
+  });
+
   it('an event nobody did: zeros, no properties, no peak', async () => {
     const { data } = await mcp.mcpEventAnalytics({
       path: { eventName: 'never_tracked' },
