@@ -156,14 +156,25 @@ export async function rollupAnswers(
   appId: string,
   timeZone: string,
 ): Promise<boolean> {
-  const state = await rollup.rollupState(ctx.db, appId);
-  return state === undefined || (state.state === 'ready' && state.time_zone === timeZone);
+  return (await rollupsAnswer(ctx, appId, timeZone)).rollup;
 }
 
 /** Whether the app's per-event rollup can answer: counted from its earlier events (or none before it). */
 export async function eventRollupAnswers(ctx: Pick<ServiceContext, 'db'>, appId: string): Promise<boolean> {
+  return (await rollupsAnswer(ctx, appId, 'UTC')).eventRollup;
+}
+
+/** Both at once, from one read of the app's rollup state: the activity rollup in `timeZone`, and the per-event rollup. */
+export async function rollupsAnswer(
+  ctx: Pick<ServiceContext, 'db'>,
+  appId: string,
+  timeZone: string,
+): Promise<{ rollup: boolean; eventRollup: boolean }> {
   const state = await rollup.rollupState(ctx.db, appId);
-  return state === undefined || state.events_state === 'ready';
+  return {
+    rollup: state === undefined || (state.state === 'ready' && state.time_zone === timeZone),
+    eventRollup: state === undefined || state.events_state === 'ready',
+  };
 }
 
 /** The queries for a request: the rollup's (for days, or by hour with raw events where hours need them), else raw events'. */

@@ -8,7 +8,7 @@ import { analyticsSqlPrompt } from '../language/prompts.js';
 import { languageContext, readQuestion, refusal } from '../language/service.js';
 import { LlmError } from '../llm/index.js';
 import { runOverRelations, runSandboxedQuery, type SandboxResult } from '../sandbox/sandbox.js';
-import { eventRollupAnswers, rollupAnswers } from './metrics.js';
+import { rollupsAnswer } from './metrics.js';
 import { activeUsersPerBucket } from './queries/rollup-metrics.js';
 
 export type QueryMethod = 'rules' | 'llm' | 'llm_sql' | 'sql';
@@ -140,10 +140,7 @@ async function rollupsCanAnswer(
   appId: string,
   timeZone: string,
 ): Promise<{ rollup: boolean; eventRollup: boolean }> {
-  const [rollup, eventRollup] = await Promise.all([
-    rollupAnswers(ctx, appId, timeZone),
-    eventRollupAnswers(ctx, appId),
-  ]);
+  const { rollup, eventRollup } = await rollupsAnswer(ctx, appId, timeZone);
   if (!rollup && !eventRollup) return { rollup, eventRollup };
   const executor = ctx.sandbox.executor;
   if (!executor.embedded) {
