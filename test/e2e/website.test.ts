@@ -213,6 +213,19 @@ describe('POST /v1/website/visits', () => {
     expect(event.properties).toMatchObject({ url: `${SITE}/pricing?x=1`, path: '/pricing', visit_id: row.id });
   });
 
+  it('takes page URLs as browsers write them, and refuses characters a URI cannot hold with 400', async () => {
+    // location.href leaves brackets and braces unencoded in a query, and percent-encodes the rest.
+    const written = `${SITE}/list?filter[a]=1&q={x}|y#top`;
+    const ok = await visit(tenant.app.id, 'visitor-url', { visit_url: written });
+    const row = await db()('visits').where({ app_id: tenant.app.id, id: ok.data!.visit_id! }).first();
+    expect(row.visit_url).toBe(written);
+    for (const bad of [`${SITE}/caf\u00e9`, `${SITE}/\u{1f300}`, `${SITE}/a b`, `${SITE}/a\u0000b`, `${SITE}/a\tb`]) {
+      const res = await visit(tenant.app.id, 'visitor-url', { visit_url: bad });
+      expect(res.response.status, JSON.stringify(bad)).toBe(400);
+      expect(res.error, JSON.stringify(bad)).toMatchObject({ code: 'INVALID_REQUEST' });
+    }
+  });
+
   it('classifies bots from webdriver, missing JS signals, crawler and headless user agents', async () => {
     const cases: [string, Record<string, unknown>, string][] = [
       ['bot-webdriver', { signals: { ...SIGNALS, webdriver: true } }, 'webdriver'],

@@ -6,7 +6,7 @@
 import type { GeneratorValue } from 'fast-check';
 import fc from 'fast-check';
 import type { OpenApiDocument } from '../../server/src/contract.js';
-import { atLimit, Body, encodeLoose, hostileString, hostileValue } from './fuzz-values.js';
+import { atLimit, Body, encodeLoose, hostileString, hostileValue, uriAtLimit } from './fuzz-values.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON Schema objects are walked generically here.
 type Schema = Record<string, any>;
@@ -108,10 +108,12 @@ function plausible(
         }).toISOString();
       // Often exactly at the limit, in four-byte characters: valid, and heavy where bytes count
       // (index rows, provider payloads) rather than characters.
+      // A URI, or a URL as browsers write it (a string whose pattern starts with the http scheme).
+      const url = s.format === 'uri' || (s.pattern ?? '').startsWith('^[Hh][Tt][Tt][Pp]');
       if (s.maxLength !== undefined && s.format !== 'email' && g(fc.integer, { min: 0, max: 5 }) === 0) {
-        return atLimit(s.maxLength, s.format === 'uri' ? 'https://fuzz.example/' : '', s.pattern);
+        return url ? uriAtLimit(s.maxLength) : atLimit(s.maxLength, '', s.pattern);
       }
-      if (s.format === 'uri') return `https://fuzz.example/${g(fc.webSegment)}`;
+      if (url) return `https://fuzz.example/${g(fc.webSegment)}`;
       if (s.format === 'email') return `u${g(fc.nat, 50)}@fuzz.example`;
       const min = s.minLength ?? 0;
       const max = Math.max(min, Math.min(s.maxLength ?? 24, 24));

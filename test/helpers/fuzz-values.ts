@@ -86,6 +86,17 @@ export function atLimit(n: number, prefix = '', pattern?: string): string {
   return prefix + wide.join('');
 }
 
+const UNRESERVED = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~';
+
+/**
+ * A URL of exactly `n` characters: a URI holds only ASCII (RFC 3986; non-ASCII is refused with
+ * 400), so the path is varied unreserved characters rather than `atLimit`'s wide ones.
+ */
+export function uriAtLimit(n: number, prefix = 'https://fuzz.example/'): string {
+  const path = Array.from({ length: Math.max(0, n - prefix.length) }, (_, i) => UNRESERVED[(i * 7_919) % 66]);
+  return prefix + path.join('');
+}
+
 /** A hostile string. `maxLength` (when the schema has one) makes the over-long cases exact. */
 export function hostileString(g: GeneratorValue, maxLength?: number): string {
   const kind = g(fc.integer, { min: 0, max: 8 });

@@ -31,9 +31,9 @@ export type WebsiteUserRequest = {
      */
     appId: string;
     /**
-     * URL of the page the form is on; its origin must be allowed by the app's settings. At most 2,048 characters.
+     * URL of the page the form is on, as the browser writes it; its origin must be allowed by the app's settings.
      */
-    websiteUrl: string;
+    websiteUrl: WebPageUrl;
     /**
      * The email entered in the form. Users without `externalId` are keyed by this email, lower-cased.
      */
@@ -64,6 +64,15 @@ export type WebsiteUserRequest = {
      */
     userHash?: string;
 };
+
+/**
+ * The address of a web page as the browser writes it (`location.href`): an `http:` or `https:`
+ * URL (any case) of printable ASCII, at most 2,048 characters. Browsers percent-encode spaces,
+ * control and non-ASCII characters, but leave `[ ] { } | ^` unencoded in a query, which strict
+ * RFC 3986 would refuse: those are accepted. Other schemes (`javascript:`, `data:`, `file:`...)
+ * and unencoded characters are refused with 400.
+ */
+export type WebPageUrl = string;
 
 /**
  * Web Push settings the SDK needs.
@@ -128,12 +137,6 @@ export type WebsiteEventRequest = {
      */
     user_hash?: string;
 };
-
-/**
- * The address of a web page: an `http:` or `https:` URL (any case), at most 2,048 characters.
- * Other schemes (`javascript:`, `data:`, `file:`...) are refused with 400.
- */
-export type WebPageUrl = string;
 
 /**
  * Per-app configuration read by the browser SDK.
@@ -280,7 +283,7 @@ export type VisitRequest = {
      */
     path?: string;
     /**
-     * `document.referrer`: empty, or an `http:` or `https:` URL (at most 2,048 characters).
+     * `document.referrer`: empty, or an `http:` or `https:` URL as the browser writes it (see `WebPageUrl`; at most 2,048 characters).
      */
     referrer?: string;
     /**

@@ -6,12 +6,15 @@ import { fullFormats } from 'ajv-formats/dist/formats.js';
 export const requestValidation = () => ({ allowUnknownQueryParameters: false, allErrors: true });
 
 /**
- * ajv-formats' "fast" dates are shape-only regexes (2026-02-30 passes, then becomes 2 March); its
- * "full" validators check the calendar. Other formats stay fast: the full uri format refuses URLs
- * browsers really send (`?filter[a]=1`).
+ * ajv-formats' "fast" formats are shape-only regexes: its fast dates let 2026-02-30 pass (then
+ * it becomes 2 March), its fast uri takes any character but whitespace, non-ASCII included. The
+ * "full" ones check the calendar and RFC 3986, as the document says and as independent
+ * validators (Prism) read it. URLs that browsers write, which may hold `[ ]` unencoded in a query,
+ * are not `format: uri` in the document but strings with a pattern (`WebPageUrl`).
  */
 export const validatorFormats = () => ({
   date: fullFormats.date,
   'date-time': fullFormats['date-time'],
   time: fullFormats.time,
+  uri: fullFormats.uri,
 });

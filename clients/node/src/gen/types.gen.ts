@@ -3843,7 +3843,7 @@ export type VisitRequest = {
      */
     path?: string;
     /**
-     * `document.referrer`: empty, or an `http:` or `https:` URL (at most 2,048 characters).
+     * `document.referrer`: empty, or an `http:` or `https:` URL as the browser writes it (see `WebPageUrl`; at most 2,048 characters).
      */
     referrer?: string;
     /**
@@ -3922,8 +3922,11 @@ export type VisitSignals = {
 };
 
 /**
- * The address of a web page: an `http:` or `https:` URL (any case), at most 2,048 characters.
- * Other schemes (`javascript:`, `data:`, `file:`...) are refused with 400.
+ * The address of a web page as the browser writes it (`location.href`): an `http:` or `https:`
+ * URL (any case) of printable ASCII, at most 2,048 characters. Browsers percent-encode spaces,
+ * control and non-ASCII characters, but leave `[ ] { } | ^` unencoded in a query, which strict
+ * RFC 3986 would refuse: those are accepted. Other schemes (`javascript:`, `data:`, `file:`...)
+ * and unencoded characters are refused with 400.
  */
 export type WebPageUrl = string;
 
@@ -4072,9 +4075,9 @@ export type WebsiteUserRequest = {
      */
     appId: string;
     /**
-     * URL of the page the form is on; its origin must be allowed by the app's settings. At most 2,048 characters.
+     * URL of the page the form is on, as the browser writes it; its origin must be allowed by the app's settings.
      */
-    websiteUrl: string;
+    websiteUrl: WebPageUrl;
     /**
      * The email entered in the form. Users without `externalId` are keyed by this email, lower-cased.
      */
