@@ -81,7 +81,7 @@ export function jobDefinitions(
     ...rollupJobs(database, logger),
     ...purgeJobs(database, clock),
     {
-      // The embedded database runs no autovacuum: keep the sandbox's cost check informed.
+      // The embedded database runs no autovacuum: vacuum and analyze the tables that grow most.
       name: REFRESH_SANDBOX_STATISTICS,
       cron: '*/10 * * * *',
       when: (db) => db.kind === 'pglite',

@@ -26,8 +26,12 @@ import * as m025 from './025-idempotency-keys.js';
 import * as m026 from './026-activity-days.js';
 import * as m027 from './027-app-day-events.js';
 import * as m028 from './028-event-slots.js';
+import * as m029 from './029-event-name-covering.js';
 
-const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
+const migrations: Record<
+  string,
+  { up(k: Knex): Promise<void>; down(k: Knex): Promise<void>; config?: { transaction?: boolean } }
+> = {
   '001-tenancy': m001,
   '002-events-users': m002,
   '003-app-versions': m003,
@@ -53,6 +57,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '026-activity-days': m026,
   '027-app-day-events': m027,
   '028-event-slots': m028,
+  '029-event-name-covering': m029,
 };
 
 const source: Knex.MigrationSource<string> = {
