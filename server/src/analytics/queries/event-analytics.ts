@@ -33,10 +33,11 @@ export async function eventTotalsAndTrend(
   const rows = await timedRows<{ whole: number; k: string | null; events: string; users: string }>(
     db,
     w.timeoutMs,
-    `select grouping(k) as whole, k, count(*) as events, count(distinct user_id) as users
-     from (select to_char(date_trunc('${unit}', created_at at time zone ?), 'YYYY-MM-DD HH24:MI') as k, user_id
-           from events where ${MATCH}) e
-     group by grouping sets ((k), ())`,
+    // Grouped by the bucket's timestamp, named after: sorting text would compare by collation.
+    `select grouping(b) as whole, to_char(b, 'YYYY-MM-DD HH24:MI') as k, count(*) as events,
+            count(distinct user_id) as users
+     from (select date_trunc('${unit}', created_at at time zone ?) as b, user_id from events where ${MATCH}) e
+     group by grouping sets ((b), ())`,
     [w.timeZone, ...matchBindings(w)],
   );
   const totals = { events: 0, users: 0 };
