@@ -218,3 +218,43 @@ describe('finite numbers', () => {
     expect(res.body.details).toEqual({ errors: [{ path: '/query/limit', message: 'is not a finite number' }] });
   });
 });
+
+describe('formats, as independent validators read the document', () => {
+  const site = { origin: SITE, 'content-type': 'application/json' };
+  const websiteUser = (extra: Record<string, unknown>) =>
+    raw(
+      'POST',
+      '/v1/website/users',
+      JSON.stringify({ appId: tenant.app.id, websiteUrl: `${SITE}/signup`, email: 'ann@mail.example', ...extra }),
+      site,
+    );
+
+  it('takes usual addresses and refuses double dots, a leading dot and hosts without a dot in emails', async () => {
+    for (const email of ['Ann.Lee+news@Mail.Example.co.uk', "o'neil@example.com"]) {
+      expect((await websiteUser({ email })).status, email).toBe(200);
+    }
+    for (const email of ['ann..lee@example.com', '.ann@example.com', 'ann@localhost', 'ann@-x.example']) {
+      const res = await websiteUser({ email });
+      expect(res.status, email).toBe(400);
+      expect(res.body.details.errors, email).toEqual([{ path: '/body/email', message: 'must match format "email"' }]);
+    }
+  });
+
+  it('takes a URI of RFC 3986 in the admin API and refuses non-ASCII and spaces in it', async () => {
+    const update = (website_url: string) =>
+      raw('PATCH', `/admin/v1/apps/${tenant.app.id}`, JSON.stringify({ website_url }), {
+        authorization: `Bearer ${TEST_ADMIN_TOKEN}`,
+      });
+    expect((await update(`${SITE}/path?q=a%20b#top`)).status).toBe(200);
+    for (const url of [`${SITE}/caf\u00e9`, `${SITE}/a b`, `${SITE}/a[1]`]) {
+      const res = await update(url);
+      expect(res.status, url).toBe(400);
+      // Also "must be null" and "must match a schema in anyOf": the field is a URI or null.
+      expect(res.body.details.errors, url).toContainEqual({
+        path: '/body/website_url',
+        message: 'must match format "uri"',
+      });
+    }
+    expect((await update(SITE)).status).toBe(200);
+  });
+});

@@ -6,15 +6,17 @@ import { fullFormats } from 'ajv-formats/dist/formats.js';
 export const requestValidation = () => ({ allowUnknownQueryParameters: false, allErrors: true });
 
 /**
- * ajv-formats' "fast" formats are shape-only regexes: its fast dates let 2026-02-30 pass (then
- * it becomes 2 March), its fast uri takes any character but whitespace, non-ASCII included. The
- * "full" ones check the calendar and RFC 3986, as the document says and as independent
- * validators (Prism) read it. URLs that browsers write, which may hold `[ ]` unencoded in a query,
- * are not `format: uri` in the document but strings with a pattern (`WebPageUrl`).
+ * ajv-formats' "fast" formats are loose regexes: its fast dates let 2026-02-30 pass (then it
+ * becomes 2 March), its fast uri takes any character but whitespace, non-ASCII included, and its
+ * fast email takes `a..b@x` and hosts without a dot. The "full" ones check the calendar, RFC 3986
+ * and the usual shape of an address, as the document says and as independent validators (Prism)
+ * read it. URLs that browsers write, which may hold `[ ]` unencoded in a query, are not
+ * `format: uri` in the document but strings with a pattern (`WebPageUrl`).
  */
 export const validatorFormats = () => ({
   date: fullFormats.date,
   'date-time': fullFormats['date-time'],
   time: fullFormats.time,
   uri: fullFormats.uri,
+  email: fullFormats.email,
 });
