@@ -220,14 +220,14 @@ describe('finite numbers', () => {
 });
 
 describe('formats, as independent validators read the document', () => {
-  const site = { origin: SITE, 'content-type': 'application/json' };
-  const websiteUser = (extra: Record<string, unknown>) =>
-    raw(
-      'POST',
-      '/v1/website/users',
-      JSON.stringify({ appId: tenant.app.id, websiteUrl: `${SITE}/signup`, email: 'ann@mail.example', ...extra }),
-      site,
-    );
+  // The website API takes no key: through the client, as a page calls it (no Authorization header).
+  const websiteUser = async (extra: { email: string }) => {
+    const res = await server.clientFor().websiteUpsertUser({
+      body: { appId: tenant.app.id, websiteUrl: `${SITE}/signup`, ...extra },
+      headers: { Origin: SITE },
+    });
+    return { status: res.response.status, body: { details: res.error?.details } };
+  };
 
   it('takes usual addresses and refuses double dots, a leading dot and hosts without a dot in emails', async () => {
     for (const email of ['Ann.Lee+news@Mail.Example.co.uk', "o'neil@example.com"]) {
