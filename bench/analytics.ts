@@ -166,7 +166,7 @@ export async function benchAnalytics(
       users: seeded.users,
       seed_seconds: seeded.seed_seconds,
       fold_seconds: seeded.fold_seconds,
-      ...(backfill.users + backfill.events > 0 ? { backfill, backfill_seconds } : {}),
+      ...(backfill.users + backfill.events + backfill.properties > 0 ? { backfill, backfill_seconds } : {}),
       runs: RUNS,
       median_ms: rollup,
       median_ms_raw_events: raw,

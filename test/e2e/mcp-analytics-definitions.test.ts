@@ -107,6 +107,7 @@ describe('event analytics', () => {
             { value: 'cart', count: 3 },
             { value: 'home', count: 3 },
           ],
+          top_values_from: 6,
         },
         flag: {
           type: 'boolean',
@@ -115,11 +116,13 @@ describe('event analytics', () => {
             { value: 'true', count: 2 },
             { value: 'false', count: 1 },
           ],
+          top_values_from: 3,
         },
         ms: {
           type: 'mixed',
           count: 3,
           top_values: [{ value: 'slow', count: 1 }],
+          top_values_from: 3,
           min: 30,
           max: 120,
           avg: 75,

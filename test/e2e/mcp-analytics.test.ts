@@ -219,6 +219,7 @@ describe('event analytics', () => {
       type: 'text',
       count: body.total_events,
       top_values: categories,
+      top_values_from: body.total_events,
     });
     expect(Object.keys(body.properties).sort()).toEqual(['category', 'country', 'currency', 'item_id', 'revenue']);
     const [hour] = await sql(

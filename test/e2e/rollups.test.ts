@@ -5,7 +5,8 @@
 // a zone changed, and every metric at every granularity read through it equals the same metric
 // read from raw events; daily active users and daily revenue also equal reference SQL written
 // here, independently of both; so do the natural-language questions the rollup answers
-// (test/helpers/rollup-questions.ts). Runs on whichever database the suite uses (both in CI).
+// (test/helpers/rollup-questions.ts), and the event trend's property figures
+// (test/helpers/rollup-properties.ts). Runs on whichever database the suite uses (both in CI).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeMetric, type MetricName } from '../../server/src/analytics/metrics.js';
@@ -21,6 +22,7 @@ import { lockUserById } from '../../server/src/storage/users.js';
 import type { Unit } from '../../server/src/time.js';
 import { createAlias, replaceUserId } from '../../server/src/tracking/users.js';
 import { mergeUserInto } from '../../server/src/website/queries/website.js';
+import { expectPropertyRollupEqualsRaw } from '../helpers/rollup-properties.js';
 import { expectQuestionsFromRollupEqualRaw } from '../helpers/rollup-questions.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
@@ -56,6 +58,12 @@ const event = fc.record({
     fc.constant('12.5'),
   ),
   amount: fc.oneof(fc.constant(undefined), fc.integer({ min: 1, max: 50 })),
+  // A property of every JSON type, for the per-property rollup (migration 030).
+  extra: fc.oneof(
+    fc.constant(undefined),
+    fc.constantFrom<unknown>(null, true, false, 'red', 'blue', [1, 2], { x: 1 }, 0, -2.75, 1e21),
+    fc.integer({ min: -1_000, max: 1_000 }),
+  ),
   bot: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
   insertId: fc.oneof(fc.constant(undefined), fc.constantFrom('k1', 'k2', 'k3')),
 });
@@ -91,6 +99,7 @@ async function apply(t: Tenant, op: Operation, seq: { n: number }): Promise<void
         const properties: Record<string, unknown> = {};
         if (e.revenue !== undefined) properties.revenue = e.revenue;
         if (e.amount !== undefined) properties.amount = e.amount;
+        if (e.extra !== undefined) properties.extra = e.extra;
         return {
           appId,
           userRef: e.user,
@@ -166,7 +175,9 @@ async function expectRollupEqualsRaw(t: Tenant): Promise<void> {
   // The rollup is rebuilt after a zone change; until then metrics read raw events.
   await rebuildRollups(server.db.knex, { pauseFactor: 0, budgetMs: 60_000 });
   const state = await rollupState(server.db.knex, t.app.id);
-  if (state) expect(state).toEqual({ time_zone: zone, state: 'ready', events_state: 'ready' });
+  if (state) {
+    expect(state).toEqual({ time_zone: zone, state: 'ready', events_state: 'ready', properties_state: 'ready' });
+  }
   // Hours over two ranges: 15 days, and 2 days (analytics/queries/rollup-hours.ts: churn's masks).
   const ranges = UNITS.flatMap((granularity): { granularity: Unit; startDate: string; endDate: string }[] =>
     granularity === 'hour'
@@ -230,6 +241,17 @@ async function expectRollupEqualsRaw(t: Tenant): Promise<void> {
   }
   // The questions the rollup answers (distinct users, events and money per period or user).
   await expectQuestionsFromRollupEqualRaw(ctx, t.app.id, reference);
+  // The event trend's property figures (the per-property rollup), over the whole range and a week.
+  await expectPropertyRollupEqualsRaw(
+    ctx.db,
+    t.app.id,
+    zone,
+    ['session', 'purchase', 'view'],
+    [
+      [`${START} 00:00:00`, `${NOW.toISOString().slice(0, 10)} 00:00:00`],
+      ['2026-02-10 00:00:00', '2026-02-17 00:00:00'],
+    ],
+  );
 }
 
 describe('activity rollup', () => {
@@ -299,6 +321,7 @@ describe('activity rollup under concurrency', () => {
           name: i % 3 === 0 ? 'purchase' : 'session',
           revenue: i % 3 === 0 ? (w + i) / 4 : undefined,
           amount: undefined,
+          extra: i % 2 === 0 ? w * 10 - i : 'red',
           bot: false,
           insertId: i === 0 ? `k${round % 2}` : undefined,
         }));
@@ -325,6 +348,7 @@ describe('activity rollup under concurrency', () => {
     await expectRollupEqualsRaw(t);
     await foldRollups(knex);
     expect(await knex('activity_deltas').where({ app_id: t.app.id }).first()).toBeUndefined();
+    expect(await knex('property_deltas').where({ app_id: t.app.id }).first()).toBeUndefined();
     expect(await knex('user_days').where({ app_id: t.app.id }).first()).toBeDefined();
     await expectRollupEqualsRaw(t);
   }, 300_000);

@@ -96,6 +96,8 @@ describe.runIf(process.env.TEST_DATABASE_URL)('with the checker off (PostgreSQL)
       'SELECT active FROM public.app_days',
       'SELECT * FROM public.app_periods',
       'SELECT * FROM public.app_rollups',
+      'SELECT * FROM public.property_slots',
+      'SELECT key FROM public.property_deltas',
       'SELECT * FROM public.api_keys',
       'SELECT * FROM public.sandbox_login',
       'SELECT * FROM public.organizations',

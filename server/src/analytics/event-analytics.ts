@@ -8,18 +8,22 @@ import type { ServiceContext } from '../context.js';
 import { ValidationError } from '../errors.js';
 import type { AppRow } from '../storage/tenancy.js';
 import { addDays, addUnits, label, localDate, truncate, type Unit } from '../time.js';
-import { eventRollupAnswers, resolveDates } from './metrics.js';
+import { resolveDates, rollupsAnswer } from './metrics.js';
 import {
   type EventWindow,
   eventTimeProfile,
   eventTimeProfileFromSlots,
   eventTotalsAndTrend,
   propertyKeyStats,
+  propertyKeyStatsFromSlots,
+  sampledTopValues,
 } from './queries/event-analytics.js';
 
 /** Property keys reported (the most frequent) and text values listed per key. */
 export const MAX_PROPERTIES = 50;
 export const TOP_VALUES = 10;
+/** Top values are counted in at most this many of the period's most recent events (read from the rollup). */
+export const TOP_VALUES_SAMPLE = 10_000;
 const MAX_BUCKETS = 10_000;
 const WEEKDAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
 
@@ -28,6 +32,7 @@ export interface PropertyStats {
   type: PropertyType;
   count: number;
   top_values?: { value: string; count: number }[];
+  top_values_from?: number;
   min?: number;
   max?: number;
   avg?: number;
@@ -97,14 +102,15 @@ export async function eventAnalytics(
     to: `${addDays(end, 1)} 00:00:00`,
     timeoutMs: ctx.config.analyticsQueryTimeoutMs,
   };
-  // When it happens most: from the per-event rollup once it holds the app's events (local days
-  // are whole 15-minute slots from 1973 on), else from raw events.
-  const fromSlots = start >= '1973-01-01' && (await eventRollupAnswers(ctx, app.id));
-  // The two passes over the window's events at once (on PostgreSQL, two connections of the pool).
+  // When it happens most and the property figures: from the per-event and per-property rollups
+  // once they hold the app's events (local days are whole 15-minute slots from 1973 on), else
+  // from raw events.
+  const rollups = start >= '1973-01-01' ? await rollupsAnswer(ctx, app.id, timeZone) : undefined;
+  // The passes at once (on PostgreSQL, connections of the pool).
   const [{ totals, trend }, profile, properties] = await Promise.all([
     eventTotalsAndTrend(ctx.db, w, q.groupBy),
-    (fromSlots ? eventTimeProfileFromSlots : eventTimeProfile)(ctx.db, w),
-    propertyAggregates(ctx, w),
+    (rollups?.eventRollup ? eventTimeProfileFromSlots : eventTimeProfile)(ctx.db, w),
+    rollups?.propertyRollup ? propertyAggregatesFromSlots(ctx, w) : propertyAggregates(ctx, w),
   ]);
   const hour = busiest(profile.hours);
   const weekday = busiest(profile.weekdays);
@@ -134,8 +140,47 @@ async function propertyAggregates(ctx: ServiceContext, w: EventWindow): Promise<
       type: k.types.length === 1 ? (JSON_TYPES[k.types[0]!] ?? 'mixed') : 'mixed',
       count: k.count,
     };
-    if (k.values !== null) stats.top_values = k.values;
+    if (k.values !== null) {
+      stats.top_values = k.values;
+      stats.top_values_from = k.count;
+    }
     if (k.numbers > 0) {
+      stats.min = finite(k.min);
+      stats.max = finite(k.max);
+      stats.avg = round2(finite(k.avg));
+      stats.sum = finite(k.sum);
+    }
+    out[k.key] = stats;
+  }
+  return out;
+}
+
+/**
+ * The same figures from the per-property rollup: types, counts and numeric figures exact; top
+ * values counted in the period's TOP_VALUES_SAMPLE most recent events (all of them in a smaller
+ * period), with `top_values_from` saying in how many of them the key was counted.
+ */
+async function propertyAggregatesFromSlots(
+  ctx: ServiceContext,
+  w: EventWindow,
+): Promise<Record<string, PropertyStats>> {
+  const [keys, sampled] = await Promise.all([
+    propertyKeyStatsFromSlots(ctx.db, w, MAX_PROPERTIES),
+    sampledTopValues(ctx.db, w, TOP_VALUES_SAMPLE, TOP_VALUES),
+  ]);
+  const out: Record<string, PropertyStats> = Object.create(null);
+  for (const k of keys) {
+    const seen = Object.entries(k.types).filter(([, n]) => n > 0);
+    const stats: PropertyStats = {
+      type: seen.length === 1 ? JSON_TYPES[seen[0]![0]]! : 'mixed',
+      count: seen.reduce((total, [, n]) => total + n, 0),
+    };
+    if (k.types.string + k.types.boolean > 0) {
+      const found = sampled.get(k.key);
+      stats.top_values = found?.values ?? [];
+      stats.top_values_from = found?.counted ?? 0;
+    }
+    if (k.types.number > 0) {
       stats.min = finite(k.min);
       stats.max = finite(k.max);
       stats.avg = round2(finite(k.avg));

@@ -164,16 +164,20 @@ export async function eventRollupAnswers(ctx: Pick<ServiceContext, 'db'>, appId:
   return (await rollupsAnswer(ctx, appId, 'UTC')).eventRollup;
 }
 
-/** Both at once, from one read of the app's rollup state: the activity rollup in `timeZone`, and the per-event rollup. */
+/**
+ * All at once, from one read of the app's rollup state: the activity rollup in `timeZone`, the
+ * per-event rollup, and the per-property rollup.
+ */
 export async function rollupsAnswer(
   ctx: Pick<ServiceContext, 'db'>,
   appId: string,
   timeZone: string,
-): Promise<{ rollup: boolean; eventRollup: boolean }> {
+): Promise<{ rollup: boolean; eventRollup: boolean; propertyRollup: boolean }> {
   const state = await rollup.rollupState(ctx.db, appId);
   return {
     rollup: state === undefined || (state.state === 'ready' && state.time_zone === timeZone),
     eventRollup: state === undefined || state.events_state === 'ready',
+    propertyRollup: state === undefined || state.properties_state === 'ready',
   };
 }
 

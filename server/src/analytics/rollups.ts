@@ -6,13 +6,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../storage/handle.js';
 import {
   appsBackfillingEvents,
+  appsBackfillingProperties,
   appsBuilding,
   appsWithDeltas,
   appsWithEventDeltas,
   appsWithMovedZone,
+  appsWithPropertyDeltas,
   eventBackfillStep,
   foldDeltas,
   foldEventDeltas,
+  foldPropertyDeltas,
+  propertyBackfillStep,
   rebuildStep,
   restartRollup,
   vacuumChurningTables,
@@ -33,7 +37,8 @@ export interface RollupPace {
 }
 
 /**
- * Folds every app's waiting deltas (the activity rollup's and the per-event rollup's), then clears
+ * Folds every app's waiting deltas (the activity rollup's, the per-event and the per-property
+ * rollups'), then clears
  * the dead rows folding left when they outnumber the live ones (vacuumChurningTables); returns how
  * many deltas were folded.
  */
@@ -50,6 +55,7 @@ export async function foldRollups(db: Db, options: { vacuumMinDead?: number } = 
   };
   await drain(await appsWithDeltas(db), foldDeltas);
   await drain(await appsWithEventDeltas(db), foldEventDeltas);
+  await drain(await appsWithPropertyDeltas(db), foldPropertyDeltas);
   if (total > 0) await vacuumChurningTables(db, options.vacuumMinDead);
   return total;
 }
@@ -57,17 +63,22 @@ export async function foldRollups(db: Db, options: { vacuumMinDead?: number } = 
 /**
  * Restarts the rollups of apps whose organization moved to another time zone, then goes on with
  * every rollup being built, a batch of users at a time, and with every per-event rollup being
- * counted from existing events, a batch of events at a time, until done or out of budget.
+ * counted from existing events (then every per-property rollup), a batch of events at a time, until
+ * done or out of budget.
  */
 export async function rebuildRollups(
   db: Db,
   pace: RollupPace = { pauseFactor: 3, budgetMs: 50_000 },
-): Promise<{ apps: number; users: number; events: number }> {
+): Promise<{ apps: number; users: number; events: number; properties: number }> {
   const started = performance.now();
   for (const moved of await appsWithMovedZone(db)) await restartRollup(db, moved.app_id, moved.time_zone);
-  const done = { apps: 0, users: 0, events: 0 };
+  const done = { apps: 0, users: 0, events: 0, properties: 0 };
   /** Runs `step` for each app until it has nothing left; false when out of budget. */
-  const paced = async (apps: string[], step: (appId: string) => Promise<number>, into: 'users' | 'events') => {
+  const paced = async (
+    apps: string[],
+    step: (appId: string) => Promise<number>,
+    into: 'users' | 'events' | 'properties',
+  ) => {
     done.apps += apps.length;
     for (const appId of apps) {
       for (;;) {
@@ -82,6 +93,9 @@ export async function rebuildRollups(
     return true;
   };
   if (!(await paced(await appsBuilding(db), (a) => rebuildStep(db, a, REBUILD_BATCH), 'users'))) return done;
-  await paced(await appsBackfillingEvents(db), (a) => eventBackfillStep(db, a, EVENT_BACKFILL_BATCH), 'events');
+  const events = (a: string) => eventBackfillStep(db, a, EVENT_BACKFILL_BATCH);
+  if (!(await paced(await appsBackfillingEvents(db), events, 'events'))) return done;
+  const properties = (a: string) => propertyBackfillStep(db, a, EVENT_BACKFILL_BATCH);
+  await paced(await appsBackfillingProperties(db), properties, 'properties');
   return done;
 }

@@ -138,8 +138,11 @@ function rollupJobs(database: Database, logger?: Logger): JobDefinition[] {
       cron: '* * * * *',
       async run() {
         const done = await rebuildRollups(database.knex);
-        if (done.users > 0 || done.events > 0)
-          logger?.info(done, 'rollups built further (users recounted, existing events counted per name)');
+        if (done.users > 0 || done.events > 0 || done.properties > 0)
+          logger?.info(
+            done,
+            'rollups built further (users recounted, existing events counted per name and per property)',
+          );
       },
     },
   ];

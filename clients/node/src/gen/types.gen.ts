@@ -1810,6 +1810,13 @@ export type EventPropertyStats = {
      */
     top_values?: Array<PropertyValueCount>;
     /**
+     * How many events carrying the property the top values were counted in; present with `top_values`.
+     * Equal to `count` when every event of the period was counted. In a period of more than 10,000
+     * events of this name, the top values are counted in its 10,000 most recent events, so this can be
+     * smaller than `count`.
+     */
+    top_values_from?: number;
+    /**
      * Smallest numeric value; present when there are numeric values.
      */
     min?: number;
@@ -3187,7 +3194,7 @@ export type PropertyValueCount = {
      */
     value: string;
     /**
-     * Events in the period with this value.
+     * Events with this value among those the top values were counted in (see `top_values_from`).
      */
     count: number;
 };

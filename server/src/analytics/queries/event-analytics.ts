@@ -176,3 +176,120 @@ export async function propertyKeyStats(
     values: top_values === null ? null : top_values.map((v) => ({ value: v.value, count: Number(v.count) })),
   }));
 }
+
+/** Events carrying a key, per JSON type, and its numeric values' figures (text: numeric exact). */
+export interface PropertySlotStats {
+  key: string;
+  /** Events carrying the key with a non-null value, per JSON type (jsonb_typeof names). */
+  types: Record<'string' | 'number' | 'boolean' | 'object' | 'array', number>;
+  min: string | null;
+  max: string | null;
+  avg: string | null;
+  sum: string | null;
+}
+
+/**
+ * The `limit` property keys the window's events carry most often, with their counts per type and
+ * numeric figures, from the per-property rollup (property_slots plus the deltas not folded yet,
+ * migration 030): exact when the window's ends fall on quarter hours, as local midnights do. The
+ * smallest and largest values of a slot with a delete or move not folded yet come from its events.
+ */
+export async function propertyKeyStatsFromSlots(db: Knex, w: EventWindow, limit: number): Promise<PropertySlotStats[]> {
+  const within = (t: string) => `${t}.app_id = ?::uuid and ${t}.event_name = ?
+    and ${t}.slot >= (?::timestamp at time zone ?) and ${t}.slot < (?::timestamp at time zone ?)`;
+  const rows = await timedRows<
+    PropertySlotStats & Record<'strings' | 'numbers' | 'booleans' | 'objects' | 'arrays', string>
+  >(
+    db,
+    w.timeoutMs,
+    `with d as (
+       select x.slot, x.key, x.strings, x.numbers, x.booleans, x.objects, x.arrays, x.num_sum, x.num_min, x.num_max, x.recheck
+       from property_deltas x where ${within('x')}
+     ),
+     rs as (select distinct slot from d where recheck),
+     r as (
+       select s.key, s.strings, s.numbers, s.booleans, s.objects, s.arrays, s.num_sum,
+              case when rs.slot is null then s.num_min end as num_min, case when rs.slot is null then s.num_max end as num_max
+       from property_slots s left join rs on rs.slot = s.slot where ${within('s')}
+       union all
+       select d.key, d.strings, d.numbers, d.booleans, d.objects, d.arrays, d.num_sum,
+              case when rs.slot is null then d.num_min end, case when rs.slot is null then d.num_max end
+       from d left join rs on rs.slot = d.slot
+       union all
+       select kv.key, 0, 0, 0, 0, 0, 0, min(kv.v), max(kv.v)
+       from rs join events e on e.app_id = ?::uuid and e.event_name = ? and not e.is_bot
+         and e.created_at >= rs.slot and e.created_at < rs.slot + interval '15 minutes'
+       cross join lateral (
+         select p.key, (p.value #>> '{}')::numeric as v
+         from jsonb_each(case when jsonb_typeof(e.properties) = 'object' then e.properties end) p
+         where jsonb_typeof(p.value) = 'number') kv
+       group by kv.key
+     ),
+     k as (
+       select key, sum(strings) as strings, sum(numbers) as numbers, sum(booleans) as booleans,
+              sum(objects) as objects, sum(arrays) as arrays, sum(num_sum) as sum, min(num_min) as min, max(num_max) as max
+       from r group by key
+     )
+     select key, strings, numbers, booleans, objects, arrays, min::text as min, max::text as max,
+            case when numbers > 0 then sum::text end as sum, (sum / nullif(numbers, 0))::text as avg
+     from k where strings + numbers + booleans + objects + arrays > 0
+     order by strings + numbers + booleans + objects + arrays desc, key
+     limit ?`,
+    [...matchBindings(w), ...matchBindings(w), w.appId, w.eventName, limit],
+  );
+  return rows.map((r) => ({
+    key: r.key,
+    types: {
+      string: Number(r.strings),
+      number: Number(r.numbers),
+      boolean: Number(r.booleans),
+      object: Number(r.objects),
+      array: Number(r.arrays),
+    },
+    min: r.min,
+    max: r.max,
+    avg: r.avg,
+    sum: r.sum,
+  }));
+}
+
+/**
+ * The `top` most frequent text and boolean values of each property key (as text, most frequent
+ * first, ties in text order) among the window's `sample` most recent events, and per key how many
+ * of those events carry it (`counted`).
+ */
+export async function sampledTopValues(
+  db: Knex,
+  w: EventWindow,
+  sample: number,
+  top: number,
+): Promise<Map<string, { counted: number; values: { value: string; count: number }[] }>> {
+  const rows = await timedRows<{ key: string; counted: string; top_values: { value: string; count: number }[] | null }>(
+    db,
+    w.timeoutMs,
+    `with kv as (
+       select p.key, case when jsonb_typeof(p.value) in ('string', 'boolean') then p.value #>> '{}' end as v
+       from (select e.properties from events e where ${MATCH} order by e.created_at desc, e.id desc limit ?) x
+       cross join lateral jsonb_each(case when jsonb_typeof(x.properties) = 'object' then x.properties end) p
+       where jsonb_typeof(p.value) <> 'null'
+     ),
+     g as (select key, v, grouping(v) as whole, count(*) as n from kv group by grouping sets ((key), (key, v))),
+     ranked as (
+       select key, v, n, row_number() over (partition by key order by n desc, v) as rank
+       from g where whole = 0 and v is not null
+     )
+     select g.key, g.n as counted, t.top_values
+     from g left join (
+       select key, json_agg(json_build_object('value', v, 'count', n) order by rank) as top_values
+       from ranked where rank <= ? group by key
+     ) t on t.key = g.key
+     where g.whole = 1`,
+    [...matchBindings(w), sample, top],
+  );
+  const out = new Map<string, { counted: number; values: { value: string; count: number }[] }>();
+  for (const r of rows) {
+    const values = (r.top_values ?? []).map((v) => ({ value: v.value, count: Number(v.count) }));
+    out.set(r.key, { counted: Number(r.counted), values });
+  }
+  return out;
+}

@@ -180,6 +180,6 @@ async function retentionFromUsers(
 export async function rollupState(
   db: Db,
   appId: string,
-): Promise<{ time_zone: string; state: string; events_state: string } | undefined> {
-  return db('app_rollups').where({ app_id: appId }).first('time_zone', 'state', 'events_state');
+): Promise<{ time_zone: string; state: string; events_state: string; properties_state: string } | undefined> {
+  return db('app_rollups').where({ app_id: appId }).first('time_zone', 'state', 'events_state', 'properties_state');
 }

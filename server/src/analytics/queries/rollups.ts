@@ -42,6 +42,33 @@ export async function eventBackfillStep(db: Db, appId: string, batch: number): P
   return Number((rows as { n: string | number }[])[0]!.n);
 }
 
+/** Apps with property deltas waiting to be folded (migration 030). Not per-app by nature: the job's worklist. */
+export async function appsWithPropertyDeltas(db: Db): Promise<string[]> {
+  const { rows } = await db.raw('select distinct app_id from property_deltas order by app_id');
+  return (rows as { app_id: string }[]).map((r) => r.app_id);
+}
+
+/**
+ * Recounts the app's rechecked slots from events, then folds up to `limit` of its other property
+ * deltas into property_slots; -1 when another session holds the app.
+ */
+export async function foldPropertyDeltas(db: Db, appId: string, limit: number): Promise<number> {
+  const { rows } = await db.raw('select tally_property_slots_fold(?::uuid, ?::integer) as n', [appId, limit]);
+  return Number((rows as { n: number }[])[0]!.n);
+}
+
+/** Apps whose property rollup is still being counted from existing events. Not per-app: the job's worklist. */
+export async function appsBackfillingProperties(db: Db): Promise<string[]> {
+  const { rows } = await db.raw(`select app_id from app_rollups where properties_state = 'building' order by app_id`);
+  return (rows as { app_id: string }[]).map((r) => r.app_id);
+}
+
+/** Counts the app's next `batch` existing events into property_slots; as eventBackfillStep. */
+export async function propertyBackfillStep(db: Db, appId: string, batch: number): Promise<number> {
+  const { rows } = await db.raw('select tally_property_slots_backfill_step(?::uuid, ?::integer) as n', [appId, batch]);
+  return Number((rows as { n: string | number }[])[0]!.n);
+}
+
 /** Apps whose rollup is kept in another zone than their organization's now. Not per-app: the job's worklist. */
 export async function appsWithMovedZone(db: Db): Promise<{ app_id: string; time_zone: string }[]> {
   const { rows } = await db.raw(
@@ -94,6 +121,7 @@ const CHURNING = [
   'app_periods',
   'user_active_days',
   'event_deltas',
+  'property_deltas',
 ] as const;
 
 /**

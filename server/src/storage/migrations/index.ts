@@ -27,6 +27,7 @@ import * as m026 from './026-activity-days.js';
 import * as m027 from './027-app-day-events.js';
 import * as m028 from './028-event-slots.js';
 import * as m029 from './029-event-name-covering.js';
+import * as m030 from './030-property-slots.js';
 
 const migrations: Record<
   string,
@@ -58,6 +59,7 @@ const migrations: Record<
   '027-app-day-events': m027,
   '028-event-slots': m028,
   '029-event-name-covering': m029,
+  '030-property-slots': m030,
 };
 
 const source: Knex.MigrationSource<string> = {
