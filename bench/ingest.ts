@@ -189,6 +189,7 @@ export async function withoutRollupDeltas(databaseUrl: string | undefined): Prom
   try {
     await db.raw('alter table events disable trigger events_rollup_inserted');
     await db.raw('alter table events disable trigger events_slots_inserted');
+    await db.raw('alter table events disable trigger events_properties_inserted');
   } finally {
     await db.destroy();
   }
