@@ -1,0 +1,12 @@
+import knexModule from 'knex';
+import { propertyKeyStatsFromSlots, sampledTopValues, eventTotalsAndTrend, eventTimeProfileFromSlots, propertyKeyStats } from '../server/src/analytics/queries/event-analytics.js';
+const db = knexModule({ client: 'pg', connection: process.env.DB!, pool: { min: 1, max: 4 } });
+const app = await db('apps').where({ name: 'Bench app' }).first();
+const w = { appId: app.id, eventName: 'purchase', timeZone: 'UTC', from: '2026-03-02 00:00:00', to: '2026-04-01 00:00:00', timeoutMs: 60000 };
+const time = async (name: string, f: () => Promise<unknown>) => { const ts = []; for (let i = 0; i < 3; i++) { const t = performance.now(); await f(); ts.push(Math.round(performance.now() - t)); } console.log(name, ts.join(' ')); };
+await time('slots stats', () => propertyKeyStatsFromSlots(db, w, 50));
+await time('sampled top', () => sampledTopValues(db, w, 10000, 10));
+await time('totals+trend', () => eventTotalsAndTrend(db, w, 'day'));
+await time('profile slots', () => eventTimeProfileFromSlots(db, w));
+if (process.env.RAW) await time('raw props', () => propertyKeyStats(db, w, 50, 10));
+await db.destroy();
