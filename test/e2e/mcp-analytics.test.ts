@@ -6,6 +6,7 @@
 // Every body is validated strictly against the contract.
 import { createTallyClient, type TallyClient } from '@tally/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { foldRollups } from '../../server/src/analytics/rollups.js';
 import { errorPaths } from '../helpers/errors.js';
 import { startTestServer, TEST_ADMIN_TOKEN, type Tenant, type TestServer } from '../helpers/server.js';
 
@@ -237,10 +238,12 @@ describe('event analytics', () => {
   it("counts only the app's own events of that name, peak hour and weekday included", async () => {
     // Two more apps with the same event name at other hours and days: neither may count the other's.
     const [a, b] = [await server.createTenant(), await server.createTenant()];
-    const taps = (n: number, at: string) =>
-      Array.from({ length: n }, (_, i) => ({ user_id: `t${i}`, event_name: 'tap', timestamp: at }));
-    await a.client.eventsTrackBatch({ body: { events: taps(2, '2026-03-02T09:05:00Z') } }); // Monday 09:00 UTC
-    await b.client.eventsTrackBatch({ body: { events: taps(5, '2026-03-05T15:05:00Z') } }); // Thursday 15:00 UTC
+    const taps = (n: number, at: string, properties: { size: number; color: string }) =>
+      Array.from({ length: n }, (_, i) => ({ user_id: `t${i}`, event_name: 'tap', timestamp: at, properties }));
+    const red = { size: 1, color: 'red' };
+    await a.client.eventsTrackBatch({ body: { events: taps(2, '2026-03-02T09:05:00Z', red) } }); // Monday 09:00 UTC
+    const blue = { size: 10, color: 'blue' };
+    await b.client.eventsTrackBatch({ body: { events: taps(5, '2026-03-05T15:05:00Z', blue) } }); // Thursday 15:00 UTC
     const ask = (t: Tenant) =>
       createTallyClient({ baseUrl: server.url, mcpApiKey: t.mcpKey }).mcpEventAnalytics({
         path: { eventName: 'tap' },
@@ -251,6 +254,16 @@ describe('event analytics', () => {
     expect(fromA.peak_times).toEqual({ hour_of_day: 9, day_of_week: 'Monday', timezone: 'UTC' });
     expect(fromB).toMatchObject({ total_events: 5, unique_users: 5 });
     expect(fromB.peak_times).toEqual({ hour_of_day: 15, day_of_week: 'Thursday', timezone: 'UTC' });
+    // Property figures, from the rollup's deltas and, once folded, from its slots: each app's own.
+    const own = (n: number, p: { size: number; color: string }) => ({
+      size: { type: 'number', count: n, min: p.size, max: p.size, avg: p.size, sum: n * p.size },
+      color: { type: 'text', count: n, top_values: [{ value: p.color, count: n }], top_values_from: n },
+    });
+    for (const fold of [false, true]) {
+      if (fold) await foldRollups(server.db.knex);
+      expect((await ask(a)).data!.properties, `folded: ${fold}`).toEqual(own(2, red));
+      expect((await ask(b)).data!.properties, `folded: ${fold}`).toEqual(own(5, blue));
+    }
   });
 
   it('an event nobody did: zeros, no properties, no peak', async () => {
