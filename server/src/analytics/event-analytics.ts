@@ -131,6 +131,14 @@ export async function eventAnalytics(
   };
 }
 
+/** The figures of a key's numeric values, as JSON numbers (two decimals for the mean). */
+function withNumbers(stats: PropertyStats, k: Record<'min' | 'max' | 'avg' | 'sum', string | null>): void {
+  stats.min = finite(k.min);
+  stats.max = finite(k.max);
+  stats.avg = round2(finite(k.avg));
+  stats.sum = finite(k.sum);
+}
+
 async function propertyAggregates(ctx: ServiceContext, w: EventWindow): Promise<Record<string, PropertyStats>> {
   const keys = await propertyKeyStats(ctx.db, w, MAX_PROPERTIES, TOP_VALUES);
   // A null-prototype object: property names such as `__proto__` are ordinary keys here.
@@ -144,12 +152,7 @@ async function propertyAggregates(ctx: ServiceContext, w: EventWindow): Promise<
       stats.top_values = k.values;
       stats.top_values_from = k.count;
     }
-    if (k.numbers > 0) {
-      stats.min = finite(k.min);
-      stats.max = finite(k.max);
-      stats.avg = round2(finite(k.avg));
-      stats.sum = finite(k.sum);
-    }
+    if (k.numbers > 0) withNumbers(stats, k);
     out[k.key] = stats;
   }
   return out;
@@ -180,12 +183,7 @@ async function propertyAggregatesFromSlots(
       stats.top_values = found?.values ?? [];
       stats.top_values_from = found?.counted ?? 0;
     }
-    if (k.types.number > 0) {
-      stats.min = finite(k.min);
-      stats.max = finite(k.max);
-      stats.avg = round2(finite(k.avg));
-      stats.sum = finite(k.sum);
-    }
+    if (k.types.number > 0) withNumbers(stats, k);
     out[k.key] = stats;
   }
   return out;
