@@ -14,6 +14,7 @@ import * as m024 from '../../server/src/storage/migrations/024-activity-rollups.
 import * as m026 from '../../server/src/storage/migrations/026-activity-days.js';
 import * as m028 from '../../server/src/storage/migrations/028-event-slots.js';
 import * as m030 from '../../server/src/storage/migrations/030-property-slots.js';
+import * as m031 from '../../server/src/storage/migrations/031-user-totals.js';
 import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
 import type { Unit } from '../../server/src/time.js';
 import { openOwnDatabase } from '../helpers/own-database.js';
@@ -83,7 +84,8 @@ describe('migration 024 (activity rollup)', () => {
       clock: () => new Date('2026-03-25T12:00:00Z'),
       config: loadConfig({ LOG_LEVEL: 'silent' }),
     } as unknown as ServiceContext;
-    // The database as before 024 (026, 028 and 030 build on 024's tables: down first, up after).
+    // The database as before 024 (026, 028, 030 and 031 build on 024's tables: down first, up after).
+    await m031.down(db);
     await m030.down(db);
     await m028.down(db);
     await m026.down(db);
@@ -100,6 +102,7 @@ describe('migration 024 (activity rollup)', () => {
     await m026.up(db);
     await m028.up(db);
     await m030.up(db);
+    await m031.up(db);
     expect(await rollupProgress(db, app.id)).toEqual({ state: 'building', time_zone: ZONE, users_done: 0 });
     expect(await allMetrics(ctx, app.id)).toEqual(before);
 

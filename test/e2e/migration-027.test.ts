@@ -9,6 +9,7 @@ import type { Database } from '../../server/src/storage/db.js';
 import * as m027 from '../../server/src/storage/migrations/027-app-day-events.js';
 import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
 import { openOwnDatabase } from '../helpers/own-database.js';
+import { rowsDiffering, writeRollupEvents } from '../helpers/rollup-events.js';
 
 let database: Database;
 let close: (() => Promise<void>) | undefined;
@@ -23,34 +24,7 @@ const REFERENCE = `select app_id, day, sum(events)::bigint as events, sum(revenu
 const KEPT = `select app_id, day, events, revenue_events, revenue from app_day_events
   where events <> 0 or revenue_events <> 0 or revenue <> 0`;
 
-async function differences(db: Database['knex']): Promise<number> {
-  const both = `(${REFERENCE} except ${KEPT}) union all (${KEPT} except ${REFERENCE})`;
-  return Number((await db.raw(`select count(*)::int as n from (${both}) x`)).rows[0].n);
-}
-
-async function writeEvents(db: Database['knex'], appId: string, users: string[], salt: number): Promise<number> {
-  const rows = [];
-  for (const [i, id] of users.entries()) {
-    for (let d = 0; d < 20; d++) {
-      if ((i * 3 + d * 7 + salt) % 4 === 0) continue;
-      const at = new Date(Date.parse('2026-02-10T00:00:00Z') + d * 86_400_000 + ((i * 41 + d * 17) % 1440) * 60_000);
-      const revenue = (i + d + salt) % 3 === 0 ? { amount: (i % 4) + 0.25 } : {};
-      rows.push({
-        id: uuidv7(),
-        app_id: appId,
-        user_id: id,
-        event_name: 'amount' in revenue ? 'purchase' : 'session',
-        properties: JSON.stringify(revenue),
-        source: 'api',
-        is_bot: d % 9 === 0,
-        created_at: at,
-        received_at: at,
-      });
-    }
-  }
-  for (let i = 0; i < rows.length; i += 500) await db('events').insert(rows.slice(i, i + 500));
-  return rows.length;
-}
+const differences = (db: Database['knex']) => rowsDiffering(db, REFERENCE, KEPT);
 
 describe('migration 027 (per-app daily sums)', () => {
   it('fills them from user_days, and the triggers keep them equal to user_days', async () => {
@@ -60,7 +34,7 @@ describe('migration 027 (per-app daily sums)', () => {
     const users = Array.from({ length: 9 }, (_, i) => ({ id: uuidv7(), app_id: app.id, external_id: `u${i}` }));
     await db('users').insert(users);
     const ids = users.map((u) => u.id);
-    await writeEvents(db, app.id, ids, 0);
+    await writeRollupEvents(db, app.id, ids, 0);
     await foldRollups(db);
 
     // Before 027: user_days filled, the sums not there yet.
@@ -70,7 +44,7 @@ describe('migration 027 (per-app daily sums)', () => {
     expect(Number(filled[0]!.n)).toBeGreaterThan(15);
     expect(await differences(db)).toBe(0);
 
-    await writeEvents(db, app.id, ids.slice(3), 1);
+    await writeRollupEvents(db, app.id, ids.slice(3), 1);
     await foldRollups(db);
     expect(await differences(db)).toBe(0);
 

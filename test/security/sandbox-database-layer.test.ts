@@ -78,11 +78,22 @@ describe.runIf(process.env.TEST_DATABASE_URL)('with the checker off (PostgreSQL)
     expect(own.body.data).toEqual([{ app_id: tenant.app.id }]);
     const days = await query('SELECT DISTINCT app_id FROM public.app_days');
     expect(days.body.data).toEqual([{ app_id: tenant.app.id }]);
+    const totals = await query('SELECT DISTINCT app_id FROM public.user_totals');
+    expect(totals.body.data).toEqual([{ app_id: tenant.app.id }]);
     const names = await query(
       'SELECT DISTINCT app_id FROM public.event_slots UNION SELECT app_id FROM public.event_deltas',
     );
     expect(names.body.data).toEqual([{ app_id: tenant.app.id }]);
-    for (const table of ['user_days', 'activity_deltas', 'app_days', 'app_day_events', 'event_slots', 'event_deltas']) {
+    const tables = [
+      'user_days',
+      'activity_deltas',
+      'app_days',
+      'app_day_events',
+      'user_totals',
+      'event_slots',
+      'event_deltas',
+    ];
+    for (const table of tables) {
       const other = await query(`SELECT count(*) AS n FROM public.${table} WHERE app_id = '${victim.app.id}'`);
       expect(other.body.data, table).toEqual([{ n: 0 }]);
     }

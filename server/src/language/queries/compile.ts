@@ -9,7 +9,7 @@ import type { Bucket, Condition, Dimension, EventSet, Part, Query } from '../ast
 import { bucketsOf } from './compile-buckets.js';
 import { metricSql } from './compile-metrics.js';
 import { type CompileContext, Sql } from './compile-parts.js';
-import { rollupSource, slotSource } from './compile-rollup.js';
+import { moneyNames, rollupSource, slotSource } from './compile-rollup.js';
 
 export type { CompileContext };
 
@@ -206,7 +206,8 @@ function source(
   const needsUser = dim?.kind === 'user_property';
   const from = needsUser ? `events ${e} join users u on u.user_id = ${e}.user_id` : `events ${e}`;
   let where = `true${sql.events(e, q.events.events, q.events.filters)}${sql.period(`${e}.created_at`, q.period)}${segment(sql, q, e)}`;
-  if (q.measure.kind === 'aggregate') where += ` and ${sql.number(e, q.measure.key)} is not null`;
+  if (q.measure.kind === 'aggregate')
+    where += ` and ${sql.number(e, q.measure.key)} is not null${moneyNames(sql, q, e)}`;
   const key = dim ? dimensionExpr(sql, dim, e, 'u') : null;
   if (dim && key && dim.kind !== 'time') where += ` and ${key} is not null`;
   return { from, where, alias: e, key };

@@ -13,7 +13,8 @@ import type pg from 'pg';
 /**
  * Columns of the real tables the sandbox role reads (ip, ua and the rest stay unreadable): the
  * sandbox relations' `events` and `users`, and the rollups (`user_days`, its unfolded
- * `activity_deltas`, the per-app daily sums of `app_days` and `app_day_events`, and the per-event
+ * `activity_deltas`, the per-app daily sums of `app_days` and `app_day_events`, the per-user
+ * `user_totals`, and the per-event
  * `event_slots` with their unfolded `event_deltas`), which only statements Tally writes itself
  * read (language/queries/compile-rollup.ts).
  */
@@ -35,6 +36,7 @@ export const SANDBOX_COLUMNS: Readonly<Record<SandboxTable, readonly string[]>> 
   activity_deltas: ['app_id', 'user_id', 'slot', 'events', 'revenue', 'revenue_events'],
   app_days: ['app_id', 'day', 'revenue'],
   app_day_events: ['app_id', 'day', 'events', 'revenue_events', 'revenue'],
+  user_totals: ['app_id', 'user_id', 'events', 'revenue_events', 'revenue'],
   event_slots: ['app_id', 'slot', 'event_name', 'events', 'revenue', 'revenue_events'],
   event_deltas: ['app_id', 'slot', 'event_name', 'events', 'revenue', 'revenue_events'],
 };
@@ -45,6 +47,7 @@ const ROLLUP_TABLES = [
   'activity_deltas',
   'app_days',
   'app_day_events',
+  'user_totals',
   'event_slots',
   'event_deltas',
 ] as const;
@@ -254,6 +257,7 @@ export async function checkConfinement(client: pg.ClientBase): Promise<Confineme
         AND has_column_privilege('public.activity_deltas', 'slot', 'SELECT')
         AND has_column_privilege('public.app_days', 'revenue', 'SELECT')
         AND has_column_privilege('public.app_day_events', 'events', 'SELECT')
+        AND has_column_privilege('public.user_totals', 'events', 'SELECT')
         AND has_column_privilege('public.event_slots', 'events', 'SELECT')
         AND has_column_privilege('public.event_deltas', 'events', 'SELECT') AS rollup`)
   ).rows[0];

@@ -28,6 +28,7 @@ import * as m027 from './027-app-day-events.js';
 import * as m028 from './028-event-slots.js';
 import * as m029 from './029-event-name-covering.js';
 import * as m030 from './030-property-slots.js';
+import * as m031 from './031-user-totals.js';
 
 const migrations: Record<
   string,
@@ -60,6 +61,7 @@ const migrations: Record<
   '028-event-slots': m028,
   '029-event-name-covering': m029,
   '030-property-slots': m030,
+  '031-user-totals': m031,
 };
 
 const source: Knex.MigrationSource<string> = {
