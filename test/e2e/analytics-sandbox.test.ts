@@ -1,6 +1,7 @@
 // The SQL sandbox through POST /v1/analytics/query: what it refuses (400 QUERY_REJECTED), that it
 // only ever sees the caller's app, jsonb operators, the row cap, and (PostgreSQL) the timeout.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { foldRollups } from '../../server/src/analytics/rollups.js';
 import { REFRESH_SANDBOX_STATISTICS } from '../../server/src/jobs/index.js';
 import { runOverRelations, runSandboxedQuery } from '../../server/src/sandbox/sandbox.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
@@ -183,19 +184,28 @@ async function refreshStatistics() {
 }
 
 describe.runIf(!process.env.TEST_DATABASE_URL)('embedded mode guards', () => {
-  it("vacuums events and users in the statistics job, as PostgreSQL's autovacuum would", async () => {
+  it("vacuums events, users and the rollups questions read in the statistics job, as PostgreSQL's autovacuum would", async () => {
     const t = await server.createTenant();
     const events = Array.from({ length: 100 }, (_, i) => ({ user_id: `v-${i % 7}`, event_name: 'vacuumed' }));
     await t.client.eventsTrackBatch({ body: { events } });
+    await foldRollups(server.db.knex);
+    const tables = ['events', 'users', 'user_days', 'user_totals', 'app_days', 'app_day_events', 'event_slots'];
     const pages = async () =>
       (
         await server.db.knex.raw(
-          `select relname, relpages, relallvisible from pg_class where relname in ('events', 'users') order by 1`,
+          `select relname, relpages, relallvisible, reltuples from pg_class where relname = any(?) order by 1`,
+          [tables],
         )
       ).rows;
     await refreshStatistics();
-    // Every page all-visible (ANALYZE alone leaves the new ones out), so covering indexes answer alone.
-    for (const r of await pages()) expect(r.relallvisible, r.relname).toBe(r.relpages);
+    // Every page all-visible (ANALYZE alone leaves the new ones out), so covering indexes answer
+    // alone; and rows counted for the planner (-1 until a table is first analyzed).
+    const after = await pages();
+    expect(after.map((r: { relname: string }) => r.relname)).toEqual([...tables].sort());
+    for (const r of after) {
+      expect(r.relallvisible, r.relname).toBe(r.relpages);
+      expect(Number(r.reltuples), r.relname).toBeGreaterThan(0);
+    }
   });
 
   it('refuses joins without an equality between columns', async () => {

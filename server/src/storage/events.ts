@@ -31,13 +31,16 @@ export async function purgeDedupRowsBefore(knex: Knex, appId: string, before: Da
 
 /**
  * What autovacuum does on PostgreSQL, for the embedded database, which runs none: refreshes the
- * planner's statistics of the tables the sandbox reads (its cost check rests on them), reclaims the
- * dead rows that counter updates leave in `users`, and marks pages all-visible so that indexes that
- * cover a query (migration 029) answer it without reading the table's rows. After the first run
- * it only visits pages changed since the last one.
+ * planner's statistics of the tables the sandbox reads (its cost check rests on them; the rollups'
+ * tables that questions read among them, without which the planner guesses a few rows where there
+ * are a row a user or a slot), reclaims the dead rows that counter updates leave in `users`, and
+ * marks pages all-visible so that indexes that cover a query (migration 029) answer it without
+ * reading the table's rows. After the first run it only visits pages changed since the last one.
  */
 export async function refreshSandboxStatistics(knex: Knex): Promise<void> {
-  await knex.raw('VACUUM (ANALYZE) public.events, public.users');
+  await knex.raw(
+    'VACUUM (ANALYZE) public.events, public.users, public.user_days, public.user_totals, public.app_days, public.app_day_events, public.event_slots',
+  );
 }
 
 /** Filters of an event search. Times are naive local timestamps read in `timeZone`. */

@@ -120,6 +120,7 @@ const CHURNING = [
   'app_day_gaps',
   'app_periods',
   'user_active_days',
+  'user_totals',
   'event_deltas',
   'property_deltas',
 ] as const;

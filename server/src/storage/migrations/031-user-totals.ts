@@ -78,6 +78,8 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(triggerFunction('tally_user_totals_deleted', { old: true }));
   await knex.raw(TRIGGERS_SQL);
   await knex.raw(FILL_SQL);
+  // Statistics for the planner now (autovacuum may be off, and the embedded database has none).
+  await knex.raw('ANALYZE user_totals');
   for (const fn of FUNCTIONS) await knex.raw(`REVOKE ALL ON FUNCTION ${fn} FROM PUBLIC`);
 }
 
