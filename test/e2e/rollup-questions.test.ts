@@ -93,7 +93,7 @@ describe('questions the activity rollup answers', () => {
   it('read money by an event property from the events of the names that carried money', async () => {
     // Bob's open carries a country and no money: the names' rollup leaves opens out, and FR is Cat's purchase alone.
     const byCountry = await ask('revenue by country this month');
-    expect(byCountry.sql).toMatch(/from events e .*event_name in \(select .* from public\.event_slots /s);
+    expect(byCountry.sql).toMatch(/from public\.event_slots .* cross join lateral \(select \* from events /s);
     expect(byCountry.data).toEqual([
       { country: 'NZ', value: 20 },
       { country: 'FR', value: 5.5 },
