@@ -106,19 +106,23 @@ export function rollupSource(sql: Sql, q: Query, dim: Dimension | null): RollupS
     // million rows joined to users before they were summed). Over all time, each user's totals
     // (user_totals, migration 031: one row a user) with the deltas instead of every day.
     const allTime = days.from === undefined && days.to === undefined;
-    const rows = allTime
-      ? `(select r.user_id as user_key, r.events, r.revenue, r.revenue_events from public.user_totals r where r.app_id = $1::uuid
-   union all
-   select x.user_id, x.events, x.revenue, x.revenue_events from public.activity_deltas x where x.app_id = $1::uuid) as p`
-      : withDeltas(
-          'user_days',
-          'r.user_id as user_key, r.events, r.revenue, r.revenue_events',
-          'x.user_id, x.events, x.revenue, x.revenue_events',
-          '',
-          'p',
-        );
-    const perUser = `(select p.user_key, sum(p.events) as events, sum(p.revenue) as revenue, sum(p.revenue_events) as revenue_events
-   from ${rows} group by 1) as d`;
+    const sums = 'sum(p.events) as events, sum(p.revenue) as revenue, sum(p.revenue_events) as revenue_events';
+    const plus = (c: string) => `coalesce(r.${c}, 0) + coalesce(x.${c}, 0) as ${c}`;
+    // All time: each user's totals, with their unfolded deltas summed apart and joined by user (a
+    // full join: a user may have deltas only), so no aggregate runs over the whole table.
+    const perUser = allTime
+      ? `(select coalesce(r.user_id, x.user_id) as user_key, ${plus('events')}, ${plus('revenue')}, ${plus('revenue_events')}
+   from (select t.user_id, t.events, t.revenue, t.revenue_events from public.user_totals t where t.app_id = $1::uuid) as r
+   full join (select p.user_id, ${sums} from public.activity_deltas p where p.app_id = $1::uuid group by 1) as x
+   on x.user_id = r.user_id) as d`
+      : `(select p.user_key, ${sums}
+   from ${withDeltas(
+     'user_days',
+     'r.user_id as user_key, r.events, r.revenue, r.revenue_events',
+     'x.user_id, x.events, x.revenue, x.revenue_events',
+     '',
+     'p',
+   )} group by 1) as d`;
     const joined = `${perUser} join users u on u.id = d.user_key`;
     if (what === 'events') return out(joined, 'true', ['sum(d.events) > 0']);
     return out(joined, 'd.revenue_events <> 0', ['sum(d.revenue_events) > 0']);
