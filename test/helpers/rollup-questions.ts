@@ -7,8 +7,7 @@
 // against reference SQL in the test. Questions on named events, event names, hours and weekdays
 // read the per-event rollup (event_slots, migration 028) the same way; events per name and per
 // local hour of the day are checked against SQL here too. Questions per user over all time read
-// user_totals (migration 031); money broken down by an event property reads raw events of the
-// names the per-event rollup says carried money.
+// user_totals (migration 031).
 import { expect } from 'vitest';
 import { answerQuery } from '../../server/src/analytics/query.js';
 import type { ServiceContext } from '../../server/src/context.js';
@@ -55,11 +54,6 @@ const SLOTS = [
   'most common events last week',
 ];
 const SLOTS_MONEY = ['revenue by event', 'average revenue of purchases by week', 'revenue by event name this month'];
-/**
- * Money questions that read raw events (a breakdown by an event property), only the event names
- * the per-event rollup says carried money in the period (compile-rollup.ts, moneyNames).
- */
-const MONEY_RAW = ['revenue by extra', 'average revenue by extra last week', 'total revenue by extra this month'];
 /** Questions per user over all time: one row a user from user_totals (migration 031). */
 const ALL_TIME_PER_USER = ['users with more than 3 events', 'events by user', 'top 3 users by revenue'];
 
@@ -80,22 +74,15 @@ export async function expectQuestionsFromRollupEqualRaw(
     } catch (err) {
       // Money questions need revenue the engine has seen; named events, that the app has them.
       const named = /\b(purchases?|session|view)\b/.test(question);
-      // An event property (extra) the app's events may not carry yet.
-      const known = [...MONEY, ...SLOTS_MONEY, ...MONEY_RAW].includes(question);
-      if (err instanceof NotUnderstood && (known || named)) return null;
+      if (err instanceof NotUnderstood && ([...MONEY, ...SLOTS_MONEY].includes(question) || named)) return null;
       throw err;
     }
-    const perEvent = SLOTS.includes(question) || SLOTS_MONEY.includes(question) || MONEY_RAW.includes(question);
+    const perEvent = SLOTS.includes(question) || SLOTS_MONEY.includes(question);
     const fromRollup = compileQuery(ast, { ...lc.compile, rollup: true, eventRollup: true });
     const fromRaw = compileQuery(ast, { ...lc.compile, rollup: false, eventRollup: false });
     expect(fromRollup.statement, `"${question}" reads the rollup`).toMatch(
       perEvent ? /public\.event_slots\b/ : /public\.(user_days|app_days|app_day_events|user_totals)\b/,
     );
-    if (MONEY_RAW.includes(question)) {
-      expect(fromRollup.statement, `"${question}" reads raw events by name`).toMatch(
-        /cross join lateral \(select \* from events (\w+) where \1\.event_name = mn\.event_name/,
-      );
-    }
     if (ALL_TIME_PER_USER.includes(question)) {
       expect(fromRollup.statement, `"${question}" reads one row a user`).toMatch(/public\.user_totals\b/);
       expect(fromRollup.statement).not.toMatch(/user_days/);
@@ -112,7 +99,7 @@ export async function expectQuestionsFromRollupEqualRaw(
     expect(answer.rows, `"${question}" in ${lc.timeZone} through the API's path`).toEqual(b.rows);
     return a.rows;
   };
-  for (const q of [...ALWAYS, ...MONEY, ...SLOTS, ...SLOTS_MONEY, ...MONEY_RAW]) await run(q);
+  for (const q of [...ALWAYS, ...MONEY, ...SLOTS, ...SLOTS_MONEY]) await run(q);
 
   // The same figures against SQL written here, per local day.
   const daily = async (question: string, column: 'users' | 'events' | 'revenue') => {

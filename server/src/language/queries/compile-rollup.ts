@@ -176,31 +176,6 @@ export function slotSource(sql: Sql, q: Query, dim: Dimension | null): Omit<Roll
 }
 
 /**
- * For a question on money that reads raw events (a breakdown by an event property, a filter, a
- * segment): the events `alias` of the period, read name by name for the names whose events carried
- * money in the period according to the per-event rollup (event_slots with its unfolded deltas), so
- * that each name's events come from the index by name and time instead of every event of the
- * period being read (at ten million events, "total revenue by country last month" read 3 million
- * events to find 200,000 purchases). A lateral subquery behind `offset 0`, because a plain join or
- * `in (...)` on the names left the planner reading the whole period first. Exact: an event of any
- * other name carries no money there, and the rollup's money is the engine's (`revenue`, else
- * `amount`). Null when the per-event rollup cannot answer or the app's money is a property of its own.
- */
-export function moneyEvents(sql: Sql, q: Query, alias: string): string | null {
-  const key = sql.cx.moneyKey;
-  const rollupMoney = key === null || key === 'revenue' || key === 'amount';
-  if (!sql.cx.eventRollup || q.measure.kind !== 'aggregate' || q.measure.key !== '$revenue' || !rollupMoney)
-    return null;
-  // Slots of the period when its ends fall on them; otherwise every slot (a wider set of names, still exact).
-  const slots = wholeSlots(sql, q.period) ? q.period : undefined;
-  const rows = (table: string, a: string) =>
-    `select ${a}.event_name, ${a}.revenue_events from public.${table} ${a} where ${a}.app_id = $1::uuid${sql.period(`${a}.slot`, slots)}`;
-  const names = `(select m.event_name from (${rows('event_slots', 'ms')} union all ${rows('event_deltas', 'md')}) as m group by 1 having sum(m.revenue_events) > 0) as mn`;
-  const inner = sql.next('e');
-  return `${names} cross join lateral (select * from events ${inner} where ${inner}.event_name = mn.event_name${sql.period(`${inner}.created_at`, q.period)} offset 0) as ${alias}`;
-}
-
-/**
  * A series of distinct active users per day, week or month over whole days ("unique users per day
  * for the last 30 days", "weekly active users"), with nothing else asked: the buckets to count, as
  * the metrics count active users per bucket (analytics/queries/rollup-metrics.ts: one row per day,

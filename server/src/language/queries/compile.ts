@@ -9,7 +9,7 @@ import type { Bucket, Condition, Dimension, EventSet, Part, Query } from '../ast
 import { bucketsOf } from './compile-buckets.js';
 import { metricSql } from './compile-metrics.js';
 import { type CompileContext, Sql } from './compile-parts.js';
-import { moneyEvents, rollupSource, slotSource } from './compile-rollup.js';
+import { rollupSource, slotSource } from './compile-rollup.js';
 
 export type { CompileContext };
 
@@ -204,12 +204,8 @@ function source(
   if (fromSlots) return { ...fromSlots, key: dim ? dimensionExpr(sql, dim, fromSlots.alias, 'u') : null };
   const e = 'e';
   const needsUser = dim?.kind === 'user_property';
-  // Money: only the events of the names that carried it, when the per-event rollup says which (period inside).
-  const money = moneyEvents(sql, q, e);
-  const events = money ?? `events ${e}`;
-  const from = needsUser ? `${events} join users u on u.user_id = ${e}.user_id` : events;
-  const period = money ? '' : sql.period(`${e}.created_at`, q.period);
-  let where = `true${sql.events(e, q.events.events, q.events.filters)}${period}${segment(sql, q, e)}`;
+  const from = needsUser ? `events ${e} join users u on u.user_id = ${e}.user_id` : `events ${e}`;
+  let where = `true${sql.events(e, q.events.events, q.events.filters)}${sql.period(`${e}.created_at`, q.period)}${segment(sql, q, e)}`;
   if (q.measure.kind === 'aggregate') where += ` and ${sql.number(e, q.measure.key)} is not null`;
   const key = dim ? dimensionExpr(sql, dim, e, 'u') : null;
   if (dim && key && dim.kind !== 'time') where += ` and ${key} is not null`;
