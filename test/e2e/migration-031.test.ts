@@ -3,13 +3,10 @@
 // them equal through more events, deletions, an erasure and folds, dropping the rows of users left
 // with nothing (questions read through them are compared with raw events in rollups.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldRollups } from '../../server/src/analytics/rollups.js';
-import { uuidv7 } from '../../server/src/ids.js';
 import type { Database } from '../../server/src/storage/db.js';
 import * as m031 from '../../server/src/storage/migrations/031-user-totals.js';
-import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
 import { openOwnDatabase } from '../helpers/own-database.js';
-import { rowsDiffering, writeRollupEvents } from '../helpers/rollup-events.js';
+import { keptFromUserDays, rowsDiffering } from '../helpers/rollup-events.js';
 
 let database: Database;
 let close: (() => Promise<void>) | undefined;
@@ -28,37 +25,21 @@ const differences = (db: Database['knex']) => rowsDiffering(db, REFERENCE, KEPT)
 describe('migration 031 (per-user totals)', () => {
   it('fills them from user_days, and the triggers keep them equal to user_days', async () => {
     const db = database.knex;
-    const org = await insertOrganization(db, { id: uuidv7(), name: 'm031' });
-    const app = await insertApp(db, { id: uuidv7(), organization_id: org.id, name: 'm031' });
-    const users = Array.from({ length: 9 }, (_, i) => ({ id: uuidv7(), app_id: app.id, external_id: `u${i}` }));
-    await db('users').insert(users);
-    const ids = users.map((u) => u.id);
-    await writeRollupEvents(db, app.id, ids, 0);
-    await foldRollups(db);
-
-    // Before 031: user_days filled, the totals not there yet.
-    await m031.down(db);
-    await m031.up(db);
-    const filled = await db('user_totals').where({ app_id: app.id }).count<{ n: string }[]>({ n: '*' });
-    expect(Number(filled[0]!.n)).toBe(9);
-    expect(await differences(db)).toBe(0);
-
-    await writeRollupEvents(db, app.id, ids.slice(3), 1);
-    await foldRollups(db);
-    expect(await differences(db)).toBe(0);
-
-    await db('events')
-      .where({ app_id: app.id })
-      .whereRaw("created_at >= '2026-02-14' and created_at < '2026-02-17'")
-      .delete();
-    await db('events').where({ app_id: app.id, user_id: ids[2]! }).delete();
-    await foldRollups(db);
-    expect(await differences(db)).toBe(0);
+    const { appId, ids } = await keptFromUserDays(
+      db,
+      'm031',
+      m031,
+      () => differences(db),
+      async (id) => {
+        const filled = await db('user_totals').where({ app_id: id }).count<{ n: string }[]>({ n: '*' });
+        expect(Number(filled[0]!.n)).toBe(9);
+      },
+    );
     // A user with no event left has no row; every other user's totals are their human events.
-    expect(await db('user_totals').where({ app_id: app.id, user_id: ids[2]! }).first()).toBeUndefined();
-    const totals = await db('user_totals').where({ app_id: app.id }).select('user_id', 'events');
+    expect(await db('user_totals').where({ app_id: appId, user_id: ids[2]! }).first()).toBeUndefined();
+    const totals = await db('user_totals').where({ app_id: appId }).select('user_id', 'events');
     const human = await db('events')
-      .where({ app_id: app.id, is_bot: false })
+      .where({ app_id: appId, is_bot: false })
       .groupBy('user_id')
       .select('user_id', db.raw('count(*)::bigint as events'));
     const byUser = (rows: { user_id: string; events: string | number }[]) =>

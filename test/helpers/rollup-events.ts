@@ -2,9 +2,12 @@
 // migration): per user, about 15 of 20 days with an event, a third of them purchases carrying an
 // `amount`, one day in nine bot traffic; `salt` varies the days and amounts between calls. And the
 // count of rows two queries disagree on (a rollup table against the same figures summed here).
-
+// And the history the migration tests of tables kept from user_days put theirs through.
+import { expect } from 'vitest';
+import { foldRollups } from '../../server/src/analytics/rollups.js';
 import { uuidv7 } from '../../server/src/ids.js';
 import type { Database } from '../../server/src/storage/db.js';
+import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
 
 export async function writeRollupEvents(
   db: Database['knex'],
@@ -39,4 +42,45 @@ export async function writeRollupEvents(
 export async function rowsDiffering(db: Database['knex'], reference: string, kept: string): Promise<number> {
   const both = `(${reference} except ${kept}) union all (${kept} except ${reference})`;
   return Number((await db.raw(`select count(*)::int as n from (${both}) x`)).rows[0].n);
+}
+
+/**
+ * A table kept from user_days by a migration's triggers, through one history: 9 users' events
+ * folded, the migration taken down and up again (it fills the table from user_days), more events,
+ * a deletion of three days and of one user's events, a fold after each. `differences` must be 0
+ * after every step; `filled` runs right after the fill. Returns the app and its users.
+ */
+export async function keptFromUserDays(
+  db: Database['knex'],
+  name: string,
+  migration: { up(k: Database['knex']): Promise<void>; down(k: Database['knex']): Promise<void> },
+  differences: () => Promise<number>,
+  filled: (appId: string) => Promise<void>,
+): Promise<{ appId: string; ids: string[] }> {
+  const org = await insertOrganization(db, { id: uuidv7(), name });
+  const app = await insertApp(db, { id: uuidv7(), organization_id: org.id, name });
+  const users = Array.from({ length: 9 }, (_, i) => ({ id: uuidv7(), app_id: app.id, external_id: `u${i}` }));
+  await db('users').insert(users);
+  const ids = users.map((u) => u.id);
+  await writeRollupEvents(db, app.id, ids, 0);
+  await foldRollups(db);
+
+  // As before the migration: user_days filled, the table not there yet.
+  await migration.down(db);
+  await migration.up(db);
+  await filled(app.id);
+  expect(await differences()).toBe(0);
+
+  await writeRollupEvents(db, app.id, ids.slice(3), 1);
+  await foldRollups(db);
+  expect(await differences()).toBe(0);
+
+  await db('events')
+    .where({ app_id: app.id })
+    .whereRaw("created_at >= '2026-02-14' and created_at < '2026-02-17'")
+    .delete();
+  await db('events').where({ app_id: app.id, user_id: ids[2]! }).delete();
+  await foldRollups(db);
+  expect(await differences()).toBe(0);
+  return { appId: app.id, ids };
 }
