@@ -44,6 +44,8 @@ const NOT_SECTIONS: Record<string, string> = {
     "the activity rollup's counts of the user's events per 15 minutes (how many, their revenue), summed from the events the export lists one by one; taken back when they are erased",
   user_days:
     "the activity rollup: per day, the user's events counted and their revenue summed, from the events the export lists one by one; gone once the erasure's negative deltas are folded",
+  user_totals:
+    "the activity rollup's totals of the user's events and revenue over all time, summed from user_days (from the events the export lists one by one); gone with the user's last user_days row once the erasure's negative deltas are folded",
   user_active_days:
     "the activity rollup's list of the days the user was active, derived from user_days to keep the app's daily figures; gone with the user's last user_days row once the erasure's negative deltas are folded",
   campaign_sends:
