@@ -5,7 +5,7 @@
 // against the contract.
 import { createTallyClient, type TallyClient } from '@tally/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldRollups } from '../../server/src/analytics/rollups.js';
+import { foldAllOf } from '../helpers/rollup-events.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 const EVENTS = 10_050;
@@ -81,7 +81,7 @@ describe('event trend over more than 10,000 events of a name', () => {
     };
     expect(await properties()).toEqual(want);
     expect(await server.db.knex('property_deltas').where({ app_id: tenant.app.id }).first()).toBeDefined();
-    await foldRollups(server.db.knex);
+    await foldAllOf(server.db.knex, tenant.app.id);
     expect(await server.db.knex('property_deltas').where({ app_id: tenant.app.id }).first()).toBeUndefined();
     expect(await properties()).toEqual(want);
   });

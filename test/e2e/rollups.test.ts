@@ -22,6 +22,7 @@ import { lockUserById } from '../../server/src/storage/users.js';
 import type { Unit } from '../../server/src/time.js';
 import { createAlias, replaceUserId } from '../../server/src/tracking/users.js';
 import { mergeUserInto } from '../../server/src/website/queries/website.js';
+import { foldAllOf } from '../helpers/rollup-events.js';
 import { expectPropertyRollupEqualsRaw } from '../helpers/rollup-properties.js';
 import { expectQuestionsFromRollupEqualRaw } from '../helpers/rollup-questions.js';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
@@ -346,7 +347,7 @@ describe('activity rollup under concurrency', () => {
     writing = false;
     await folding;
     await expectRollupEqualsRaw(t);
-    await foldRollups(knex);
+    await foldAllOf(knex, t.app.id);
     expect(await knex('activity_deltas').where({ app_id: t.app.id }).first()).toBeUndefined();
     expect(await knex('property_deltas').where({ app_id: t.app.id }).first()).toBeUndefined();
     expect(await knex('user_days').where({ app_id: t.app.id }).first()).toBeDefined();

@@ -84,3 +84,23 @@ export async function keptFromUserDays(
   expect(await differences()).toBe(0);
   return { appId: app.id, ids };
 }
+
+/**
+ * Folds until none of the app's deltas is left. The test database is shared, so another test
+ * server's fold job may hold the app (the fold then leaves it to that session): try again a moment
+ * later, and give up after about 10 s.
+ */
+export async function foldAllOf(db: Database['knex'], appId: string): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    await foldRollups(db);
+    const left = await db.raw(
+      `select exists (select 1 from activity_deltas where app_id = ?::uuid)
+           or exists (select 1 from event_deltas where app_id = ?::uuid)
+           or exists (select 1 from property_deltas where app_id = ?::uuid) as left`,
+      [appId, appId, appId],
+    );
+    if (!(left.rows as { left: boolean }[])[0]!.left) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`deltas of app ${appId} still there after 100 folds`);
+}
