@@ -8,7 +8,12 @@ import { sweepPending } from '../engagement/push/sweeper.js';
 import { purgeExpiredKeys } from '../idempotency/idempotency.js';
 import { enforceRetention } from '../privacy/retention.js';
 import type { Database } from '../storage/db.js';
-import { DEDUP_WINDOW_DAYS, purgeDedupRowsBefore, refreshSandboxStatistics } from '../storage/events.js';
+import {
+  analyzeGrownTables,
+  DEDUP_WINDOW_DAYS,
+  purgeDedupRowsBefore,
+  refreshSandboxStatistics,
+} from '../storage/events.js';
 import { allAppIds } from '../storage/tenancy.js';
 import type { JobDefinition } from './runner.js';
 
@@ -129,6 +134,8 @@ function rollupJobs(database: Database, logger?: Logger): JobDefinition[] {
       cron: '* * * * *',
       async run() {
         await foldRollups(database.knex);
+        // Woken by ingestion, it also keeps ingestion's lookups on their indexes (storage/events.ts).
+        await analyzeGrownTables(database.knex);
       },
     },
     {
