@@ -67,7 +67,7 @@ async function run(db: Knex, appId: string): Promise<number> {
 
 async function main() {
   const scratch = await scratchDatabase(admin!);
-  const server = await tally(scratch.url, { compiled: true, env: { JOBS: 'off' } });
+  const server = await tally(scratch.url, { compiled: true });
   const appId = server.appId;
   server.child.kill('SIGTERM');
   await new Promise((r) => server.child.once('exit', r));
