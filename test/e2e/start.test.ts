@@ -75,7 +75,9 @@ describe('npm start on the embedded database', () => {
       mcp_api_key: expect.stringMatching(/^tk_mcp_/),
     });
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
-    expect(first.output()).toContain(creds.api_key);
+    // The keys are printed when start-up has finished, a moment after the server listens (and
+    // /healthz answers): after the push sweep that resolves what a previous instance left pending.
+    await expect.poll(() => first.output(), { timeout: 30_000, interval: 100 }).toContain(creds.api_key);
     expect(first.output()).toContain(creds.mcp_api_key);
 
     const res = await fetch(`http://127.0.0.1:${port}/v1/events`, {
