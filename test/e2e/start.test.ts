@@ -75,8 +75,8 @@ describe('npm start on the embedded database', () => {
       mcp_api_key: expect.stringMatching(/^tk_mcp_/),
     });
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
-    // The keys are printed when start-up has finished, a moment after the server listens (and
-    // /healthz answers): after the push sweep that resolves what a previous instance left pending.
+    // The server prints the keys as it starts listening, but its output pipe and the /healthz
+    // answer reach this process separately: the answer may be read first.
     await expect.poll(() => first.output(), { timeout: 30_000, interval: 100 }).toContain(creds.api_key);
     expect(first.output()).toContain(creds.mcp_api_key);
 
