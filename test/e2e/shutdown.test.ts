@@ -27,10 +27,14 @@ async function start(env: Record<string, string> = {}): Promise<ServerProcess> {
   return proc;
 }
 
+/**
+ * The server's exit code, once its output has all been read too ('close' comes after the last of
+ * it; 'exit' may come first, and a test that then reads the output may miss its last lines).
+ */
 const exitOf = (proc: ServerProcess) =>
   new Promise<number | null>((resolve) => {
     if (proc.child.exitCode !== null || proc.child.signalCode !== null) resolve(proc.child.exitCode);
-    else proc.child.once('exit', (code) => resolve(code));
+    else proc.child.once('close', (code) => resolve(code));
   });
 
 /** Request `i`: every fourth one a batch of 5 events, the others a single event; its insert_ids. */
