@@ -4,7 +4,9 @@
 // pauses (median, largest, total), the bytes allocated per answered request and those promoted to
 // the old generation, beside the open loop's p50 and p99.
 // `BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/gc-ingest.ts`
-// (without it, the embedded database).
+// (without it, the embedded database). BENCH_NODE_ARGS adds flags to the server's node (a young
+// generation of another size: `--max-semi-space-size=64`); BENCH_GC_TRACE=<file> keeps the trace lines.
+import fs from 'node:fs';
 import { compiledServer, event, scratchDatabase, tally } from './ingest.js';
 import { openLoop } from './open-loop.js';
 
@@ -21,7 +23,7 @@ async function main() {
   let measuring = false;
   const server = await tally(scratch?.url, {
     compiled: await compiledServer(),
-    nodeArgs: ['--trace-gc-nvp'],
+    nodeArgs: ['--trace-gc-nvp', ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     onLine: (line) => {
       if (measuring) lines.push(line);
     },
@@ -34,6 +36,7 @@ async function main() {
     const run = await openLoop({ ...load, body, rate, seconds, warmupSeconds: 0 });
     measuring = false;
     const collections = lines.filter((l) => /\bgc=(s|ms|mc|mmc)\b/.test(l));
+    if (process.env.BENCH_GC_TRACE) fs.writeFileSync(process.env.BENCH_GC_TRACE, collections.join('\n'));
     const pauses = collections.map((l) => field(l, 'pause')).sort((a, b) => a - b);
     const sum = (name: string) => collections.reduce((total, l) => total + field(l, name), 0);
     console.log(

@@ -8,7 +8,7 @@ import { uuidv7 } from '../../server/src/ids.js';
 import type { Database } from '../../server/src/storage/db.js';
 import * as m029 from '../../server/src/storage/migrations/029-event-name-covering.js';
 import { insertApp, insertOrganization } from '../../server/src/storage/tenancy.js';
-import { openOwnDatabase } from '../helpers/own-database.js';
+import { eventIndexes, openOwnDatabase } from '../helpers/own-database.js';
 
 let database: Database;
 let close: (() => Promise<void>) | undefined;
@@ -21,20 +21,7 @@ afterAll(() => close?.());
 const OLD = 'events_app_id_event_name_created_at_index';
 const NEW = 'events_app_name_time_user';
 
-async function indexes(db: Database['knex']): Promise<Record<string, string>> {
-  const { rows } = await db.raw(
-    `select i.indexname, i.indexdef, x.indisvalid from pg_indexes i
-     join pg_class c on c.relname = i.indexname join pg_index x on x.indexrelid = c.oid
-     where i.tablename = 'events' and i.indexname in (?, ?)`,
-    [OLD, NEW],
-  );
-  return Object.fromEntries(
-    rows.map((r: { indexname: string; indexdef: string; indisvalid: boolean }) => [
-      r.indexname,
-      `${r.indexdef.replace(/^.* USING btree /, '')}${r.indisvalid ? '' : ' INVALID'}`,
-    ]),
-  );
-}
+const indexes = (db: Database['knex']) => eventIndexes(db, [OLD, NEW]);
 
 const COVERING = { [NEW]: '(app_id, event_name, created_at) INCLUDE (user_id, is_bot)' };
 

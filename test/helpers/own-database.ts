@@ -31,3 +31,22 @@ export async function openOwnDatabase(prefix: string): Promise<{ database: Datab
     },
   };
 }
+
+/**
+ * The named indexes of `events` that exist, each as its definition after `USING btree` (` INVALID`
+ * added when PostgreSQL left it invalid): what a migration that indexes events anew leaves.
+ */
+export async function eventIndexes(db: Database['knex'], names: string[]): Promise<Record<string, string>> {
+  const { rows } = await db.raw(
+    `select i.indexname, i.indexdef, x.indisvalid from pg_indexes i
+     join pg_class c on c.relname = i.indexname join pg_index x on x.indexrelid = c.oid
+     where i.tablename = 'events' and i.indexname = any(?)`,
+    [names],
+  );
+  return Object.fromEntries(
+    rows.map((r: { indexname: string; indexdef: string; indisvalid: boolean }) => [
+      r.indexname,
+      `${r.indexdef.replace(/^.* USING btree /, '')}${r.indisvalid ? '' : ' INVALID'}`,
+    ]),
+  );
+}

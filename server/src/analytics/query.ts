@@ -135,7 +135,7 @@ export async function answerQuery(
  * (embedded mode; an unconfined PostgreSQL setup, where Tally's own statements run on Tally's pool;
  * or a sandbox role granted the rollups' tables).
  */
-async function rollupsCanAnswer(
+export async function rollupsCanAnswer(
   ctx: ServiceContext,
   appId: string,
   timeZone: string,

@@ -39,7 +39,7 @@ const humanInRange = (appId: string, r: { lo: string; hi: string; timeZone: stri
 const REVENUE = `coalesce(
   case when jsonb_typeof(properties->'revenue') = 'number' then (properties->>'revenue')::numeric end,
   case when jsonb_typeof(properties->'amount') = 'number' then (properties->>'amount')::numeric end)`;
-// Events carrying revenue; written like the partial index events_app_revenue_time (migration 004)
+// Events carrying revenue; written like the partial index of money events (migration 032, before it 004)
 // so the planner can use it. `\\?` is jsonb's ? operator (knex reads a bare ? as a binding).
 const CARRIES_REVENUE = `(properties \\? 'revenue' or properties \\? 'amount')`;
 const NUMERIC_REVENUE = `(jsonb_typeof(properties->'revenue') = 'number' or jsonb_typeof(properties->'amount') = 'number')`;

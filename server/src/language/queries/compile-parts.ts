@@ -31,6 +31,13 @@ export interface CompileContext {
   appId?: string;
 }
 
+export interface CompiledSql {
+  statement: string;
+  params: unknown[];
+  /** The statement with its values written in. */
+  display: string;
+}
+
 export class Sql {
   readonly params: unknown[] = [];
   private alias = 0;
@@ -113,6 +120,19 @@ export class Sql {
       return `coalesce(${this.number(alias, 'revenue')}, ${this.number(alias, 'amount')})`;
     }
     return this.number(alias, key);
+  }
+
+  /**
+   * ` and` the condition that the event `alias` has a money key, when the money is `revenue` or
+   * `amount`: what money that is not null implies, written as the partial index of money events
+   * is (migration 032; with the relation's `not is_bot`), so that PostgreSQL may read that index
+   * instead of every event of the period. Empty for an app's own money property. (Statements run
+   * through the driver, never through knex, which would take `?` for a placeholder.)
+   */
+  carriesMoney(alias: string): string {
+    const key = this.cx.moneyKey;
+    if (key !== 'revenue' && key !== 'amount' && key !== null) return '';
+    return ` and (${alias}.properties ? 'revenue' or ${alias}.properties ? 'amount')`;
   }
 
   // ---- filters -------------------------------------------------------------------------------

@@ -1,24 +1,24 @@
 // Compiles the natural-language query AST (language/ast.ts) to one parameterised SELECT over the
-// sandbox relations `events` and `users`, run by the sandbox executor (runOverRelations). Column
+// sandbox relations `events` and `users` (or the rollups, compile-rollup.ts, or the events table by
+// the users' own key when users are only counted), run by the sandbox executor. Column
 // convention: a single figure is `value`; a breakdown is the dimension (`event_name`, the
 // property's name or `key`, `user_id`, `date`) and `value`; a series is `date` and `value` (plus
 // the dimension), with every bucket of the period listed, empty ones at 0. Audience conditions
-// compile here too (count and members of a segment).
+// compile in compile-audiences.ts (re-exported here).
 import { localTimestamp as localOf } from '../../time.js';
-import type { Bucket, Condition, Dimension, EventSet, Part, Query } from '../ast.js';
+import type { Bucket, Dimension, EventSet, Part, Query } from '../ast.js';
 import { bucketsOf } from './compile-buckets.js';
 import { metricSql } from './compile-metrics.js';
-import { type CompileContext, Sql } from './compile-parts.js';
+import { type CompileContext, type CompiledSql, Sql } from './compile-parts.js';
 import { rollupSource, slotSource } from './compile-rollup.js';
 
-export type { CompileContext };
-
-export interface CompiledSql {
-  statement: string;
-  params: unknown[];
-  /** The statement with its values written in. */
-  display: string;
-}
+export {
+  audienceSqlCount,
+  audienceSqlMembers,
+  compileSegmentCount,
+  compileSegmentMembers,
+} from './compile-audiences.js';
+export type { CompileContext, CompiledSql };
 
 const LABEL: Record<Bucket, string> = {
   hour: `'YYYY-MM-DD"T"HH24:00'`,
@@ -179,6 +179,23 @@ function segment(sql: Sql, q: Query, e: string): string {
   return ` and ${e}.user_id in (select ${u}.user_id from users ${u} where ${sql.condition(q.segment, u)})`;
 }
 
+/**
+ * The app's human events as the sandbox's `events` relation has them, but with `user_id` the
+ * user's internal key instead of the id the app gave (which `events` joins from `users` for every
+ * row). Each user has one key and one id, so distinct users counted by key are the same number;
+ * only a statement that never shows a user's id nor matches it against `users` may read it. The
+ * join-free rows let PostgreSQL answer from the index on (app, event name, time), which carries
+ * the user key: at ten million events, a name's distinct users per week no longer join 100,000
+ * users to half a million events.
+ */
+const EVENTS_BY_USER_KEY = `(select x.id, x.user_id, x.event_name, x.properties, x.created_at from public.events x
+  where x.app_id = $1::uuid and not x.is_bot)`;
+
+/** Whether the users a question measures are only counted: no segment, no breakdown by user or by a user's property. */
+function countsUsersOnly(q: Query, dim: Dimension | null): boolean {
+  return q.measure.kind === 'users' && !q.segment && dim?.kind !== 'user' && dim?.kind !== 'user_property';
+}
+
 /** FROM and WHERE of the rows measured; `key` is the dimension expression (or null). */
 function source(
   sql: Sql,
@@ -204,9 +221,16 @@ function source(
   if (fromSlots) return { ...fromSlots, key: dim ? dimensionExpr(sql, dim, fromSlots.alias, 'u') : null };
   const e = 'e';
   const needsUser = dim?.kind === 'user_property';
-  const from = needsUser ? `events ${e} join users u on u.user_id = ${e}.user_id` : `events ${e}`;
+  const from = needsUser
+    ? `events ${e} join users u on u.user_id = ${e}.user_id`
+    : countsUsersOnly(q, dim)
+      ? `${EVENTS_BY_USER_KEY} ${e}`
+      : `events ${e}`;
   let where = `true${sql.events(e, q.events.events, q.events.filters)}${sql.period(`${e}.created_at`, q.period)}${segment(sql, q, e)}`;
-  if (q.measure.kind === 'aggregate') where += ` and ${sql.number(e, q.measure.key)} is not null`;
+  if (q.measure.kind === 'aggregate') {
+    where += ` and ${sql.number(e, q.measure.key)} is not null`;
+    if (q.measure.key === '$revenue') where += sql.carriesMoney(e);
+  }
   const key = dim ? dimensionExpr(sql, dim, e, 'u') : null;
   if (dim && key && dim.kind !== 'time') where += ` and ${key} is not null`;
   return { from, where, alias: e, key };
@@ -314,6 +338,8 @@ function breakdown(sql: Sql, q: Query): string {
 
 function series(sql: Sql, q: Query): string {
   const unit = q.bucket!;
+  // Parameters bound from here on, which a statement of another form drops (below).
+  const mark = sql.params.length;
   const first = onUsers(q) || q.measure.kind === 'new_users' ? sql.cx.firstSeen([]) : sql.cx.firstSeen(q.events.events);
   const list = bucketsOf(sql, q, unit, first ? localOf(new Date(first), sql.cx.timeZone).slice(0, 10) : null);
   const values = list.map((b) => `(${sql.p(b.label)})`).join(', ');
@@ -322,6 +348,23 @@ function series(sql: Sql, q: Query): string {
   if (!q.groupBy) {
     const src = source(sql, measureQ, { kind: 'time', unit });
     const m = src.measure ?? measureExpr(sql, measureQ, src.alias);
+    if (!src.measure && src.from.startsWith(EVENTS_BY_USER_KEY) && m === `count(distinct ${src.alias}.user_id)`) {
+      // Distinct users counted bucket by bucket, each over its own time range: PostgreSQL reads a
+      // named event's bucket from the index on (app, name, time), which holds the user key, and
+      // hashes one bucket's users at a time (`count(distinct ...)` would sort them). Over all
+      // buckets at once it sorted every (bucket, user) pair, on disk at ten million events. The statement binds its own parameters, so those of
+      // the other form are dropped first (PostgreSQL refuses a parameter it cannot type).
+      sql.params.length = mark;
+      const rows = source(sql, measureQ, null, false);
+      const a = rows.alias;
+      const tz = sql.tz();
+      const at = (local: string) => `(${sql.p(local, 'timestamp')} at time zone ${tz})`;
+      const ranges = list.map((b) => `(${sql.p(b.label)}, ${at(b.lo)}, ${at(b.hi)})`);
+      return `select b.date, (select count(*) from (select distinct ${a}.user_id from ${rows.from} where ${rows.where}
+  and ${a}.created_at >= b.lo and ${a}.created_at < b.hi) as k) as value
+from (values ${ranges.join(', ')}) as b(date, lo, hi)
+order by b.date`;
+    }
     // Distinct users per bucket over raw events as the distinct (bucket, user) pairs, counted: one
     // hash of the pairs instead of a sort of every bucket's users, and each bucket labelled once,
     // not each event (at ten million events: 1.5 -> 1.1 s for a name's users per week).
@@ -347,42 +390,6 @@ order by b.date`;
 cross join (select distinct ${dsrc2.key} as k from ${dsrc2.from} where ${dsrc2.where}) as d
 left join (select ${tkey} as t, ${dkey} as k, ${m2} as v from ${dsrc.from} where ${dsrc.where} group by 1, 2) as s on s.t = b.date and s.k = d.k
 order by b.date, d.k`;
-}
-
-// ---- audiences -----------------------------------------------------------------------------------
-
-const strip = (sql: string) => sql.trim().replace(/;+\s*$/, '');
-
-/** Counts the distinct users a model-written audience SELECT returns (run in the sandbox). */
-export function audienceSqlCount(sql: string): string {
-  return `select count(distinct audience.user_id) as user_count from (\n${strip(sql)}\n) as audience`;
-}
-
-/** One page of the users a model-written audience SELECT returns, in the order first seen. */
-export function audienceSqlMembers(sql: string, limit: number, offset: number): string {
-  return `select u.user_id, u.email, u.phone, u.last_active from users u
-where u.user_id in (select audience.user_id from (\n${strip(sql)}\n) as audience)
-order by u.created_at, u.id limit ${Math.floor(limit)} offset ${Math.floor(offset)}`;
-}
-
-// ---- segments -----------------------------------------------------------------------------------
-
-export function compileSegmentCount(where: Condition, cx: CompileContext): CompiledSql {
-  const sql = new Sql(cx);
-  const statement = `select count(*) as user_count from users u where ${sql.condition(where)}`;
-  return { statement, params: sql.params, display: sql.display(statement) };
-}
-
-export function compileSegmentMembers(
-  where: Condition,
-  cx: CompileContext,
-  limit: number,
-  offset: number,
-): CompiledSql {
-  const sql = new Sql(cx);
-  const statement = `select u.user_id, u.email, u.phone, u.last_active from users u where ${sql.condition(where)}
-order by u.created_at, u.id limit ${sql.p(limit, 'bigint')} offset ${sql.p(offset, 'bigint')}`;
-  return { statement, params: sql.params, display: sql.display(statement) };
 }
 
 export { Sql };

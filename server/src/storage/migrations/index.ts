@@ -29,6 +29,7 @@ import * as m028 from './028-event-slots.js';
 import * as m029 from './029-event-name-covering.js';
 import * as m030 from './030-property-slots.js';
 import * as m031 from './031-user-totals.js';
+import * as m032 from './032-money-events.js';
 
 const migrations: Record<
   string,
@@ -62,6 +63,7 @@ const migrations: Record<
   '029-event-name-covering': m029,
   '030-property-slots': m030,
   '031-user-totals': m031,
+  '032-money-events': m032,
 };
 
 const source: Knex.MigrationSource<string> = {
