@@ -42,6 +42,15 @@ function calledFunctions(tree: unknown, out = new Set<string>()): Set<string> {
   return out;
 }
 
+/**
+ * A question that only counts users reads the events table by the users' own key (compile.ts,
+ * EVENTS_BY_USER_KEY), a relation callers cannot name: checked with the sandbox's `events` in its
+ * place, which has the same columns, so everything else in the statement is checked as caller SQL.
+ */
+const BY_USER_KEY =
+  /\(select x\.id, x\.user_id, x\.event_name, x\.properties, x\.created_at from public\.events x\s+where x\.app_id = '[0-9a-f-]{36}'::uuid and not x\.is_bot\)/g;
+const asCallerSql = (display: string) => display.replace(BY_USER_KEY, 'events');
+
 let demo: DemoApp;
 const compiled: { text: string; sql: CompiledSql }[] = [];
 
@@ -73,6 +82,10 @@ afterAll(() => demo?.close());
 describe('the engine compiled SQL', () => {
   it('compiles most cases (so this test checks something)', () => {
     expect(compiled.length).toBeGreaterThan(300);
+    // Some read events by the users' own key, and only that relation is put back as `events`.
+    const byKey = compiled.filter(({ sql }) => sql.display.includes('from public.events x'));
+    expect(byKey.length).toBeGreaterThan(0);
+    for (const { sql } of byKey) expect(asCallerSql(sql.display)).not.toContain('public.');
   });
 
   it('passes the checker as caller SQL would, and calls no function that amplifies its input', async () => {
@@ -80,7 +93,7 @@ describe('the engine compiled SQL', () => {
     const amplifying: string[] = [];
     for (const { text, sql } of compiled) {
       try {
-        await checkSandboxSql(sql.display, { embedded: false });
+        await checkSandboxSql(asCallerSql(sql.display), { embedded: false });
       } catch (err) {
         refused.push(`${text}: ${(err as Error).message}\n${sql.display}`);
       }
