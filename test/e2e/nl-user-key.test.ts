@@ -1,8 +1,9 @@
 // Questions that only count users among events read the events table by the users' own key (no
 // join to users for every event): the counts must equal those of the ids the app gave, also after
 // a user was renamed (replace-id) and events arrived under an alias, and a question that shows or
-// matches users' ids must still read them through `users`. Both databases; on PostgreSQL the
-// statement runs as the confined sandbox role, so this also shows the role may read it.
+// matches users' ids must still read them through `users`, and another tenant's events never
+// count. Both databases; on PostgreSQL the statement runs as the confined sandbox role, so this
+// also shows the role may read it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
@@ -35,6 +36,14 @@ beforeAll(async () => {
     { user_id: 'ann', event_name: 'purchase', timestamp: at(19) },
   ];
   expect((await c.eventsTrackBatch({ body: { events: later } })).response.status).toBe(200);
+  // Another tenant's purchases in the same weeks, by users of the same names and others: never counted.
+  const other = await server.createTenant();
+  const theirs = [3, 4, 12, 13, 18, 19].flatMap((day) => [
+    { user_id: 'ann', event_name: 'purchase', timestamp: at(day) },
+    { user_id: `zed-${day}`, event_name: 'purchase', timestamp: at(day) },
+    { user_id: `yan-${day}`, event_name: 'open', timestamp: at(day) },
+  ]);
+  expect((await other.client.eventsTrackBatch({ body: { events: theirs } })).response.status).toBe(200);
 });
 afterAll(async () => {
   await server?.close();
