@@ -3,8 +3,6 @@
 import type { Condition } from '../ast.js';
 import { type CompileContext, type CompiledSql, Sql } from './compile-parts.js';
 
-// ---- audiences -----------------------------------------------------------------------------------
-
 const strip = (sql: string) => sql.trim().replace(/;+\s*$/, '');
 
 /** Counts the distinct users a model-written audience SELECT returns (run in the sandbox). */

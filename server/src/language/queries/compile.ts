@@ -352,8 +352,12 @@ function series(sql: Sql, q: Query): string {
       // Distinct users counted bucket by bucket, each over its own time range: PostgreSQL reads a
       // named event's bucket from the index on (app, name, time), which holds the user key, and
       // hashes one bucket's users at a time (`count(distinct ...)` would sort them). Over all
-      // buckets at once it sorted every (bucket, user) pair, on disk at ten million events. The statement binds its own parameters, so those of
-      // the other form are dropped first (PostgreSQL refuses a parameter it cannot type).
+      // buckets at once it sorted every (bucket, user) pair, on disk at ten million events.
+      // The bounds are instants computed in the `values` list: `at time zone` inside the subquery,
+      // over the outer row, is a function that is not leakproof applied to a column, and under the
+      // sandbox role's row-level security PostgreSQL would then filter the rows instead of bounding
+      // the index scan. The statement binds its own parameters, so those of the other form are
+      // dropped first (PostgreSQL refuses a parameter it cannot type).
       sql.params.length = mark;
       const rows = source(sql, measureQ, null, false);
       const a = rows.alias;
