@@ -11,7 +11,7 @@ import { LONGEST_WINDOW_DAYS } from '../../storage/migrations/026-activity-days.
 import { timedRows as rows } from '../../storage/timed.js';
 import { addDays, addUnits, truncate } from '../../time.js';
 import * as raw from './metrics.js';
-import { type MetricRange, unitSql } from './metrics.js';
+import { evenHoursFrom, type MetricRange, unitSql } from './metrics.js';
 import { windowUsersSql } from './rollup-days.js';
 import { firstActiveSets } from './rollup-pairs.js';
 
@@ -115,6 +115,15 @@ export async function churnPerBucket(db: Db, appId: string, r: ChurnRange): Prom
   if (r.unit !== 'hour' || r.previousLo > r.lo || r.previousHi > r.hi) return raw.churnPerBucket(db, appId, r);
   if (addUnits(r.previousLo, 'hour', MASK_HOURS) < r.hi) return churnSorted(db, appId, r);
   const bit = `case when i between 0 and ${MASK_HOURS - 1} then 1::bigint << i else 0::bigint end`;
+  // Hours since previousLo: from instants when the range's hours are even, else in the zone.
+  const first = await evenHoursFrom(db, { ...r, lo: r.previousLo });
+  const hour =
+    first === undefined
+      ? {
+          sql: `floor(date_part('epoch', (created_at at time zone ?) - ?::timestamp) / 3600)::int`,
+          bindings: [r.timeZone, r.previousLo],
+        }
+      : { sql: `floor((date_part('epoch', created_at) - ?) / 3600)::int`, bindings: [first] };
   // \`offset 0\` keeps the subquery whole, so each event's hour is computed once, not once per use
   // of \`i\` (half the statement's time at ten million events).
   const found = await rows<{ p: string | null; x: string | null; n: string; odd: boolean }>(
@@ -123,25 +132,12 @@ export async function churnPerBucket(db: Db, appId: string, r: ChurnRange): Prom
     `with u as (
        select bit_or(${bit}) filter (where created_at >= ${AT}) as c, bit_or(${bit}) filter (where created_at < ${AT}) as p,
               bool_or(i not between 0 and ${MASK_HOURS - 1}) as odd
-       from (select user_id, created_at,
-                    floor(date_part('epoch', (created_at at time zone ?) - ?::timestamp) / 3600)::int as i
+       from (select user_id, created_at, ${hour.sql} as i
              from events where ${HUMAN} and created_at >= ${AT} and created_at < ${AT}
              offset 0) e
        group by user_id)
      select p, p & (c >> 1) as x, count(*) as n, bool_or(odd) as odd from u group by 1, 2`,
-    [
-      r.lo,
-      r.timeZone,
-      r.previousHi,
-      r.timeZone,
-      r.timeZone,
-      r.previousLo,
-      appId,
-      r.previousLo,
-      r.timeZone,
-      r.hi,
-      r.timeZone,
-    ],
+    [r.lo, r.timeZone, r.previousHi, r.timeZone, ...hour.bindings, appId, r.previousLo, r.timeZone, r.hi, r.timeZone],
   );
   if (found.some((row) => row.odd)) return churnSorted(db, appId, r);
   const previous = new Array<number>(MASK_HOURS).fill(0);
