@@ -152,7 +152,7 @@ function onUsers(q: Query): boolean {
   );
 }
 
-function measureExpr(sql: Sql, q: Query, e: string): string {
+function measureExpr(sql: Sql, q: Query, e: string, value?: string): string {
   const m = q.measure;
   switch (m.kind) {
     case 'events':
@@ -162,7 +162,7 @@ function measureExpr(sql: Sql, q: Query, e: string): string {
     case 'new_users':
       return 'count(*)';
     case 'aggregate': {
-      const x = sql.number(e, m.key);
+      const x = value ?? sql.number(e, m.key);
       if (m.fn === 'sum') return `round(coalesce(sum(${x}), 0), 2)`;
       if (m.fn === 'avg') return `round(avg(${x}), 2)`;
       if (m.fn === 'median') return `round((percentile_cont(0.5) within group (order by ${x}))::numeric, 2)`;
@@ -203,7 +203,16 @@ function source(
   dim: Dimension | null,
   /** Whether the activity rollup may answer (a time series broken down by a dimension reads events). */
   rollup = true,
-): { from: string; where: string; alias: string; key: string | null; measure?: string; having?: string[] } {
+): {
+  from: string;
+  where: string;
+  alias: string;
+  key: string | null;
+  measure?: string;
+  /** The per-row value an aggregate measure takes, when the source computes it (else measureExpr writes it). */
+  value?: string;
+  having?: string[];
+} {
   if (onUsers(q)) {
     const u = 'u';
     let where = 'true';
@@ -228,11 +237,26 @@ function source(
       : `events ${e}`;
   let where = `true${sql.events(e, q.events.events, q.events.filters)}${sql.period(`${e}.created_at`, q.period)}${segment(sql, q, e)}`;
   if (q.measure.kind === 'aggregate') {
-    where += ` and ${sql.number(e, q.measure.key)} is not null`;
+    // The value (and a breakdown's key) computed once a row, in a subquery kept whole by `offset
+    // 0`: written in the filter and again in the aggregate and the grouping, PostgreSQL computes
+    // each as often as it is written (revenue by country over a month at ten million events: 500
+    // -> 300 ms). Outside it, only the event's time is read (a series' bucket).
+    const v = sql.next('mv');
+    const grouping = dim && dim.kind !== 'time';
+    const k = grouping ? dimensionExpr(sql, dim, e, 'u') : null;
     if (q.measure.key === '$revenue') where += sql.carriesMoney(e);
+    const inner = `(select ${e}.created_at, ${sql.number(e, q.measure.key)} as m${k ? `, ${k} as k` : ''} from ${from} where ${where} offset 0) as ${v}`;
+    return {
+      from: inner,
+      where: `${v}.m is not null${k ? ` and ${v}.k is not null` : ''}`,
+      alias: v,
+      key: k ? `${v}.k` : dim ? dimensionExpr(sql, dim, v, 'u') : null,
+      value: `${v}.m`,
+    };
   }
   const key = dim ? dimensionExpr(sql, dim, e, 'u') : null;
-  if (dim && key && dim.kind !== 'time') where += ` and ${key} is not null`;
+  const grouping = dim && key && dim.kind !== 'time';
+  if (grouping) where += ` and ${key} is not null`;
   return { from, where, alias: e, key };
 }
 
@@ -283,7 +307,7 @@ const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
 /** SELECT of the measure, grouped by `dim` when given. */
 function grouped(sql: Sql, q: Query, dim: Dimension | null): string {
   const src = source(sql, q, dim);
-  const m = src.measure ?? measureExpr(sql, q, src.alias);
+  const m = src.measure ?? measureExpr(sql, q, src.alias, src.value);
   if (!dim) return `select ${m} from ${src.from} where ${src.where}`;
   return `select ${src.key} as k, ${m} as v from ${src.from} where ${src.where} group by 1${having(sql, q, m, src.having)}`;
 }
@@ -347,7 +371,7 @@ function series(sql: Sql, q: Query): string {
   const measureQ: Query = { ...q, groupBy: undefined };
   if (!q.groupBy) {
     const src = source(sql, measureQ, { kind: 'time', unit });
-    const m = src.measure ?? measureExpr(sql, measureQ, src.alias);
+    const m = src.measure ?? measureExpr(sql, measureQ, src.alias, src.value);
     if (!src.measure && src.from.startsWith(EVENTS_BY_USER_KEY) && m === `count(distinct ${src.alias}.user_id)`) {
       // Distinct users counted bucket by bucket, each over its own time range: PostgreSQL reads a
       // named event's bucket from the index on (app, name, time), which holds the user key, and
@@ -388,7 +412,7 @@ order by b.date`;
   const dsrc = source(sql, { ...measureQ, groupBy: dim }, dim, false);
   const dkey = dsrc.key!;
   const tkey = timeKey(sql, unit, `${dsrc.alias}.created_at`);
-  const m2 = measureExpr(sql, measureQ, dsrc.alias);
+  const m2 = measureExpr(sql, measureQ, dsrc.alias, dsrc.value);
   const dsrc2 = source(sql, { ...measureQ, groupBy: dim }, dim, false);
   return `select b.date, d.k as ${col}, coalesce(s.v, 0) as value from (values ${values}) as b(date)
 cross join (select distinct ${dsrc2.key} as k from ${dsrc2.from} where ${dsrc2.where}) as d
