@@ -1,4 +1,5 @@
-// Metrics by hour against reference SQL written here, property-based. Over a range whose local
+// Metrics by hour, and the MCP event trend by hour and by day, against reference SQL written here,
+// property-based. Over a range whose local
 // hours are evenly an hour apart, the queries bucket events by whole hours since the range's first
 // instant instead of converting each event's time into the zone (queries/metrics.ts `bucketSql`,
 // and churn's masks in rollup-hours.ts); across a daylight-saving change they convert in the zone.
@@ -8,11 +9,12 @@
 // the same events. Runs on whichever database the suite uses (both in CI).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventAnalytics } from '../../server/src/analytics/event-analytics.js';
 import { computeMetric, type MetricName } from '../../server/src/analytics/metrics.js';
 import { evenHoursFrom } from '../../server/src/analytics/queries/metrics.js';
 import type { IngestEvent } from '../../server/src/storage/event-rows.js';
 import { addUnits } from '../../server/src/time.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, type Tenant, type TestServer } from '../helpers/server.js';
 
 const NOW = new Date('2026-11-20T12:00:00Z');
 const RUNS = Number(process.env.HOURS_RUNS ?? 20);
@@ -44,7 +46,12 @@ afterAll(async () => {
 /** An event's time: an offset of whole quarter hours from the range's start, nudged a millisecond either way or not at all. */
 const event = fc.record({
   user: fc.integer({ min: 0, max: 4 }).map((i) => `u${i}`),
-  quarter: fc.integer({ min: -8, max: 4 * 52 }),
+  // Any quarter hour of the range and the two hours before it, or a whole hour, or a local midnight.
+  quarter: fc.oneof(
+    fc.integer({ min: -8, max: 4 * 52 }),
+    fc.integer({ min: -2, max: 52 }).map((h) => 4 * h),
+    fc.constantFrom(0, 96, 192),
+  ),
   nudge: fc.constantFrom(-1, 0, 1, 0, 1_000),
   name: fc.constantFrom('session', 'purchase'),
   revenue: fc.oneof(fc.constant(undefined), fc.integer({ min: 1, max: 90 })),
@@ -100,6 +107,51 @@ async function usersByHour(appId: string, zone: string): Promise<Map<string, Set
   return out;
 }
 
+/**
+ * The MCP event trend of `session` by hour and by day (analytics/queries/event-analytics.ts: bucket
+ * by bucket over ranges of instants, or one pass in the zone across a change of offset) equals
+ * the events and distinct users per local hour and day from reference SQL.
+ */
+async function expectTrendEqualsReference(t: Tenant, zone: string, day: string, end: string): Promise<void> {
+  const knex = server.db.knex;
+  await knex('organizations').where({ id: t.organization.id }).update({ timezone: zone });
+  for (const [unit, format] of [
+    ['hour', 'YYYY-MM-DD"T"HH24:MI'],
+    ['day', 'YYYY-MM-DD'],
+  ] as const) {
+    const { rows } = await knex.raw(
+      `select to_char(date_trunc(?, created_at at time zone ?), ?) as k, count(*) as n, count(distinct user_id) as u
+       from events where app_id = ?::uuid and not is_bot and event_name = 'session'
+         and created_at >= (?::timestamp at time zone ?) and created_at < (?::timestamp at time zone ?) group by 1`,
+      [unit, zone, format, t.app.id, `${day} 00:00:00`, zone, `${addUnits(`${end} 00:00:00`, 'day', 1)}`, zone],
+    );
+    const want = new Map((rows as { k: string; n: string; u: string }[]).map((r) => [r.k, r]));
+    const report = await eventAnalytics(server.tally.context, t.app, 'session', {
+      startDate: day,
+      endDate: end,
+      groupBy: unit,
+    });
+    for (const p of report.trends) {
+      expect([p.count, p.unique_users], `session trend at ${p.date} in ${zone}`).toEqual([
+        Number(want.get(p.date)?.n ?? 0),
+        Number(want.get(p.date)?.u ?? 0),
+      ]);
+    }
+    expect(report.total_events).toBe([...want.values()].reduce((n, r) => n + Number(r.n), 0));
+  }
+  const { rows } = await knex.raw(
+    `select count(distinct user_id) as u from events where app_id = ?::uuid and not is_bot and event_name = 'session'
+       and created_at >= (?::timestamp at time zone ?) and created_at < (?::timestamp at time zone ?)`,
+    [t.app.id, `${day} 00:00:00`, zone, `${addUnits(`${end} 00:00:00`, 'day', 1)}`, zone],
+  );
+  const report = await eventAnalytics(server.tally.context, t.app, 'session', {
+    startDate: day,
+    endDate: end,
+    groupBy: 'day',
+  });
+  expect(report.unique_users).toBe(Number(rows[0].u));
+}
+
 describe('metrics by hour', () => {
   it('counts from instants only over ranges without a change of offset', async () => {
     const db = server.tally.context.db;
@@ -145,6 +197,7 @@ describe('metrics by hour', () => {
           const reference = await referenceHours(t.app.id, zone);
           const hours = await usersByHour(t.app.id, zone);
           const end = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+          await expectTrendEqualsReference(t, zone, day, end);
           for (const metric of METRICS) {
             const series = await computeMetric(ctx, {
               appId: t.app.id,

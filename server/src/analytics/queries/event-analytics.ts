@@ -3,6 +3,8 @@
 // properties. Times are naive local timestamps turned into instants with `AT TIME ZONE`.
 import type { Knex } from 'knex';
 import { timedRows } from '../../storage/timed.js';
+import { addUnits, truncate } from '../../time.js';
+import { evenHoursFrom } from './metrics.js';
 
 export type TrendUnit = 'hour' | 'day' | 'week' | 'month';
 
@@ -21,15 +23,59 @@ const match = (e = '') => `${e}app_id = ?::uuid and not ${e}is_bot and ${e}event
 const MATCH = match();
 const matchBindings = (w: EventWindow) => [w.appId, w.eventName, w.from, w.timeZone, w.to, w.timeZone];
 
+type TotalsAndTrend = {
+  totals: { events: number; users: number };
+  trend: Map<string, { events: number; users: number }>;
+};
+
 /**
  * Events and distinct users in the window, in all and per unit (keyed by the unit's local start
- * `YYYY-MM-DD HH:MM`): one pass over the window's events.
+ * `YYYY-MM-DD HH:MM`). Bucket by bucket, each over its own range of instants: a bucket's events
+ * come from the index on (app, name, time) and its users are sorted in memory, where one sort of
+ * every (bucket, user) pair of a month of a busy event spilled to disk (at ten million events, 450
+ * ms). The window's distinct users are hashed in a second statement, run beside it. Hours across a
+ * change of the zone's offset, whose buckets are not ranges of instants (an hour repeated at a
+ * daylight-saving change), take one pass over the window's events instead.
  */
-export async function eventTotalsAndTrend(
-  db: Knex,
-  w: EventWindow,
-  unit: TrendUnit,
-): Promise<{ totals: { events: number; users: number }; trend: Map<string, { events: number; users: number }> }> {
+export async function eventTotalsAndTrend(db: Knex, w: EventWindow, unit: TrendUnit): Promise<TotalsAndTrend> {
+  if (
+    unit === 'hour' &&
+    (await evenHoursFrom(db, { lo: w.from, hi: w.to, timeZone: w.timeZone, timeoutMs: w.timeoutMs })) === undefined
+  )
+    return totalsAndTrendInOnePass(db, w, unit);
+  const buckets: { k: string; lo: string; hi: string }[] = [];
+  for (let k = truncate(w.from, unit); k < w.to; k = addUnits(k, unit, 1)) {
+    const next = addUnits(k, unit, 1);
+    buckets.push({ k: k.slice(0, 16), lo: k < w.from ? w.from : k, hi: next > w.to ? w.to : next });
+  }
+  const [perBucket, whole] = await Promise.all([
+    timedRows<{ k: string; events: string; users: string }>(
+      db,
+      w.timeoutMs,
+      `with b as materialized (
+         select v.k, v.lo at time zone ? as lo, v.hi at time zone ? as hi
+         from jsonb_to_recordset(?::jsonb) as v(k text, lo timestamp, hi timestamp))
+       select b.k, s.events, s.users from b cross join lateral (
+         select count(*) as events, count(distinct user_id) as users from events
+         where app_id = ?::uuid and not is_bot and event_name = ? and created_at >= b.lo and created_at < b.hi) s
+       where s.events > 0`,
+      [w.timeZone, w.timeZone, JSON.stringify(buckets), w.appId, w.eventName],
+    ),
+    timedRows<{ users: string }>(
+      db,
+      w.timeoutMs,
+      `select count(*) as users from (select distinct user_id from events where ${MATCH}) u`,
+      matchBindings(w),
+    ),
+  ]);
+  const trend = new Map(perBucket.map((r) => [r.k, { events: Number(r.events), users: Number(r.users) }]));
+  let events = 0;
+  for (const figures of trend.values()) events += figures.events;
+  return { totals: { events, users: Number(whole[0]?.users ?? 0) }, trend };
+}
+
+/** eventTotalsAndTrend in one pass over the window's events, bucketed in the zone. */
+async function totalsAndTrendInOnePass(db: Knex, w: EventWindow, unit: TrendUnit): Promise<TotalsAndTrend> {
   const rows = await timedRows<{ whole: number; k: string | null; events: string; users: string }>(
     db,
     w.timeoutMs,
