@@ -12,7 +12,7 @@ import {
 import type { Config, RateLimitClass } from '../config.js';
 import type { Clock } from '../context.js';
 import { AppError, ForbiddenError, toAppError } from '../errors.js';
-import { contextOf } from './context.js';
+import { contextOf, type RequestContext } from './context.js';
 import { operationId } from './operations.js';
 import { applyDecision, type RateLimiter } from './rate-limit.js';
 
@@ -52,7 +52,9 @@ export function requirePermission(principal: McpPrincipal, permission: Permissio
  * is mapped here too, so the validator never turns it into a 401.
  */
 export async function checkCredential(limiter: RateLimiter, req: Request, check: () => Promise<void>): Promise<void> {
-  const ip = req.ip ?? '';
+  // The address the request context read (proxy-addr parses it), else the request's own.
+  const known = (req.res?.locals.ctx as RequestContext | undefined)?.ip;
+  const ip = known ?? req.ip ?? '';
   if (req.res) await limiter.checkAuthFailures(req.res, ip);
   try {
     await check();

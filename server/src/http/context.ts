@@ -74,8 +74,11 @@ export function requestContextMiddleware(logger: Logger, observers: RequestObser
         log ??= logger.child({ request_id: requestId });
         return log;
       },
+      // Read now: the socket's address is gone once the client has left.
       ip: req.ip ?? null,
-      userAgent: req.header('user-agent') ?? null,
+      get userAgent() {
+        return req.header('user-agent') ?? null;
+      },
       origin: `${req.protocol}://${req.get('host') ?? 'localhost'}`,
       principal: null,
       app: null,

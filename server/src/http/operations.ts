@@ -133,7 +133,9 @@ export function dispatch(table: HandlerTable) {
     if (handler === undefined) return next();
     if (handler === NOT_BUILT) throw new NotImplementedError(meta?.schema?.summary ? `"${meta.schema.summary}"` : id);
     // Path parameters as the validator matched them (Express 5 resets req.params for each layer).
-    const input = { body: req.body ?? {}, query: req.query ?? {}, path: { ...meta?.pathParams } };
+    // A request without a query string has an empty query (not parsed: Express parses on each read).
+    const query = req.url.includes('?') ? (req.query ?? {}) : {};
+    const input = { body: req.body ?? {}, query, path: { ...meta?.pathParams } };
     const result = await (handler as Handler<OperationId>)(input as never, requestContext(res));
     if (result !== null && typeof result === 'object' && REPLY in result) await (result as Reply)[REPLY](res);
     else res.json(result);
