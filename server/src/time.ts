@@ -91,6 +91,11 @@ export function label(local: string, unit: Unit): string {
   return unit === 'hour' ? `${local.slice(0, 10)}T${local.slice(11, 13)}:00` : local.slice(0, 10);
 }
 
+/** Number of whole hours between two naive local timestamps (b - a), as on a clock without daylight saving. */
+export function hoursBetween(a: string, b: string): number {
+  return Math.round((toNaive(b).getTime() - toNaive(a).getTime()) / 3_600_000);
+}
+
 /** Number of whole days between two dates (b - a). */
 export function daysBetween(a: string, b: string): number {
   return Math.round((toNaive(b).getTime() - toNaive(a).getTime()) / 86_400_000);

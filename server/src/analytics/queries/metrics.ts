@@ -4,7 +4,7 @@
 // bot traffic is left out everywhere; each runs under a statement timeout (storage/timed.ts).
 import type { Db } from '../../storage/handle.js';
 import { timedRows as rows } from '../../storage/timed.js';
-import { truncate } from '../../time.js';
+import { hoursBetween, truncate } from '../../time.js';
 
 export type BucketUnit = 'hour' | 'day' | 'week' | 'month';
 
@@ -68,9 +68,7 @@ export async function evenHoursFrom(
   db: Db,
   r: { lo: string; hi: string; timeZone: string; timeoutMs: number },
 ): Promise<number | undefined> {
-  const hours = Math.round(
-    (Date.parse(`${r.hi.replace(' ', 'T')}Z`) - Date.parse(`${r.lo.replace(' ', 'T')}Z`)) / 3_600_000,
-  );
+  const hours = hoursBetween(r.lo, r.hi);
   if (truncate(r.lo, 'hour') !== r.lo || !(hours >= 0 && hours <= EVEN_HOURS_AT_MOST)) return undefined;
   const [found] = await rows<{ first: number; even: boolean }>(
     db,
@@ -85,23 +83,23 @@ export async function evenHoursFrom(
 }
 
 /**
- * An event's bucket. Hours over a range of even hours (evenHoursFrom) are counted from instants:
+ * An event's bucket. Hours over a range of even hours (`first`: evenHoursFrom's answer, undefined
+ * for the other units) are counted from instants:
  * whole hours since the range's first instant, with no time-zone conversion per event (the
  * conversion was most of a 48-hour query's time at ten million events). Otherwise the local
  * calendar unit of each event, in the zone.
  */
-export async function bucketSql(db: Db, r: MetricRange, column = 'created_at'): Promise<BucketSql> {
+function bucketSql(r: MetricRange, first: number | undefined): BucketSql {
   const unit = unitSql(r.unit);
-  const first = unit === 'hour' ? await evenHoursFrom(db, r) : undefined;
   if (first === undefined)
     return {
-      of: `date_trunc('${unit}', ${column} at time zone ?)`,
+      of: `date_trunc('${unit}', created_at at time zone ?)`,
       ofBindings: [r.timeZone],
       key: `to_char(b, ${KEY})`,
       keyBindings: [],
     };
   return {
-    of: `floor((date_part('epoch', ${column}) - ?) / 3600)::int`,
+    of: `floor((date_part('epoch', created_at) - ?) / 3600)::int`,
     ofBindings: [first],
     key: `to_char(?::timestamp + b * interval '1 hour', ${KEY})`,
     keyBindings: [r.lo],
@@ -118,7 +116,7 @@ async function distinctUsersPerBucket(
 ): Promise<Map<string, number>> {
   const first = r.unit === 'hour' ? await evenHoursFrom(db, r) : undefined;
   if (first !== undefined) return distinctUsersPerHour(db, appId, r, first, extra, extraBindings);
-  const b = await bucketSql(db, r);
+  const b = bucketSql(r, first);
   const found = await rows<{ k: string; n: string }>(
     db,
     r.timeoutMs,
@@ -145,9 +143,7 @@ async function distinctUsersPerHour(
   extra: string,
   extraBindings: unknown[],
 ): Promise<Map<string, number>> {
-  const hours = Math.round(
-    (Date.parse(`${r.hi.replace(' ', 'T')}Z`) - Date.parse(`${r.lo.replace(' ', 'T')}Z`)) / 3_600_000,
-  );
+  const hours = hoursBetween(r.lo, r.hi);
   const found = await rows<{ k: string; n: string }>(
     db,
     r.timeoutMs,
@@ -178,7 +174,7 @@ export function convertedUsersPerBucket(db: Db, appId: string, r: MetricRange, c
 
 /** Revenue per bucket. */
 export async function revenuePerBucket(db: Db, appId: string, r: MetricRange): Promise<Map<string, number>> {
-  const b = await bucketSql(db, r);
+  const b = bucketSql(r, r.unit === 'hour' ? await evenHoursFrom(db, r) : undefined);
   const found = await rows<{ k: string; revenue: string | null }>(
     db,
     r.timeoutMs,

@@ -9,7 +9,7 @@
 import type { Db } from '../../storage/handle.js';
 import { LONGEST_WINDOW_DAYS } from '../../storage/migrations/026-activity-days.js';
 import { timedRows as rows } from '../../storage/timed.js';
-import { addDays, addUnits, truncate } from '../../time.js';
+import { addDays, addUnits, hoursBetween, truncate } from '../../time.js';
 import * as raw from './metrics.js';
 import { evenHoursFrom, type MetricRange, unitSql } from './metrics.js';
 import { windowUsersSql } from './rollup-days.js';
@@ -174,10 +174,7 @@ async function churnFromMasks(db: Db, appId: string, r: ChurnRange, first: numbe
      group by 1`,
     [first, appId, r.previousLo, r.timeZone, r.hi, r.timeZone],
   );
-  const hoursTo = (local: string) =>
-    Math.round(
-      (Date.parse(`${local.replace(' ', 'T')}Z`) - Date.parse(`${r.previousLo.replace(' ', 'T')}Z`)) / 3_600_000,
-    );
+  const hoursTo = (local: string) => hoursBetween(r.previousLo, local);
   const previousHours = hoursTo(r.previousHi);
   const firstCurrent = hoursTo(r.lo);
   const previous = new Array<number>(MASK_HOURS).fill(0);
