@@ -49,7 +49,7 @@ const CARRIES_REVENUE = `(properties \\? 'revenue' or properties \\? 'amount')`;
 const NUMERIC_REVENUE = `(jsonb_typeof(properties->'revenue') = 'number' or jsonb_typeof(properties->'amount') = 'number')`;
 
 /** How an event's bucket is written (`of`, selected as `b`) and how `b` becomes the bucket's key (`key`). */
-export interface BucketSql {
+interface BucketSql {
   of: string;
   ofBindings: unknown[];
   key: string;
