@@ -2,7 +2,8 @@
 // collected later by the major collector): a fresh Tally (compiled) with bench/heap-sampler.mjs
 // preloaded, single events on a fixed schedule (open loop) at BENCH_GC_RATE a second (2,000) for
 // BENCH_SECONDS (8) while V8's sampling heap profiler runs, then the bytes a request by allocation
-// site and by stack, heaviest first. BENCH_DATABASE_URL for PostgreSQL, else the embedded database.
+// site and by stack, heaviest first. BENCH_DATABASE_URL for PostgreSQL, else the embedded database;
+// BENCH_HEAP_ALL=1 counts everything allocated, young deaths included.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -46,7 +47,9 @@ function summarize(file: string, requests: number): void {
   }
   const perRequest = (bytes: number) => `${(bytes / requests).toFixed(0).padStart(6)} B`;
   const total = samples.reduce((sum, s) => sum + s.size, 0);
-  console.log(`${perRequest(total)} a request outlived the young generation (${requests} requests)`);
+  console.log(
+    `${perRequest(total)} a request ${process.env.BENCH_HEAP_ALL === '1' ? 'allocated' : 'outlived the young generation'} (${requests} requests)`,
+  );
   console.log('--- by allocation site');
   for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 20))
     console.log(perRequest(bytes), site);
@@ -62,7 +65,7 @@ async function main() {
   const server = await tally(scratch?.url, {
     compiled: await compiledServer(),
     nodeArgs: ['--import', path.join(import.meta.dirname, 'heap-sampler.mjs')],
-    env: { HEAP_SAMPLES_FILE: file },
+    env: { HEAP_SAMPLES_FILE: file, HEAP_SAMPLES_ALL: process.env.BENCH_HEAP_ALL === '1' ? '1' : '0' },
   });
   const load = { url: `${server.url}/v1/events`, headers: { authorization: `Bearer ${server.apiKey}` } };
   const body = JSON.stringify(event(1));

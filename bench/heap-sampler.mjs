@@ -1,7 +1,8 @@
 // Preloaded into Tally by bench/heap-promoted.ts (`node --import`): V8's sampling heap profiler
 // through the in-process inspector, started on SIGUSR1 and written to HEAP_SAMPLES_FILE on SIGUSR2.
 // It keeps the samples of objects still alive or collected by a major collection, and drops those
-// that died young: what is left is what outlived the young generation.
+// that died young: what is left is what outlived the young generation. HEAP_SAMPLES_ALL=1 keeps
+// every sample: all that was allocated.
 import fs from 'node:fs';
 import { Session } from 'node:inspector';
 
@@ -17,7 +18,7 @@ process.on('SIGUSR1', async () => {
   await post('HeapProfiler.startSampling', {
     samplingInterval: 4096,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: false,
+    includeObjectsCollectedByMinorGC: process.env.HEAP_SAMPLES_ALL === '1',
   });
 });
 process.on('SIGUSR2', async () => {
